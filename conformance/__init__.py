@@ -1,0 +1,1 @@
+"""kconform harness: fixtures, adapters, runner, reports and the command line."""

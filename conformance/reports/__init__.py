@@ -1,0 +1,1 @@
+"""Report views rendered from one results document."""

@@ -1,0 +1,102 @@
+"""The controller: elects leaders, bumps the epoch, tells brokers (LeaderAndIsr).
+
+Mirrors the ZooKeeper controller's ``OfflinePartitionLeaderElectionStrategy`` (clean
+and unclean) and the preferred-replica election, with each broker learning the
+decision through a LeaderAndIsr message that may stay in flight.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .errors import StepRejected
+from .follower import become_follower
+from .leader import abort_parked_fetches, become_leader
+from .messages import LeaderAndIsr
+from .purgatory import fail_pending_produces
+from .state import Controller, Role, State
+from .steps import Elect
+
+
+def elect(state: State, step: Elect) -> State:
+    """CTRL-ELECT-1..5: choose a leader, bump the epoch, send LeaderAndIsr."""
+    ctrl = state.controller
+    online = [r for r in state.config.replicas if state.replica(r).online]
+    if step.leader is not None:
+        # CTRL-ELECT-4: controlled election of a named live ISR member.
+        if step.leader not in state.config.replicas:
+            raise StepRejected("CTRL-ELECT-4", f"elect: unknown replica {step.leader!r}")
+        if step.leader not in online:
+            raise StepRejected("CTRL-ELECT-4", f"elect: replica {step.leader} is offline")
+        if step.leader not in ctrl.isr:
+            raise StepRejected(
+                "CTRL-ELECT-4",
+                f"elect: replica {step.leader} is not in the ISR {list(ctrl.isr)}; "
+                "a controlled election picks an ISR member",
+            )
+        new_leader, new_isr, rule = step.leader, ctrl.isr, "CTRL-ELECT-4"
+    else:
+        if ctrl.leader is not None and state.replica(ctrl.leader).online:
+            raise StepRejected(
+                "CTRL-ELECT-PRE-1",
+                f"elect: the leader {ctrl.leader} is alive; name a leader for a controlled election",
+            )
+        live_isr = [r for r in ctrl.isr if r in online]
+        if live_isr:
+            # CTRL-ELECT-1: first live ISR member in replica order; ISR = live ISR.
+            ordered = [r for r in state.config.replicas if r in live_isr]
+            new_leader, new_isr, rule = ordered[0], tuple(ordered), "CTRL-ELECT-1"
+        elif state.config.unclean_leader_election and online:
+            # CTRL-ELECT-2: unclean: first live replica; the ISR is the leader alone.
+            new_leader, new_isr, rule = online[0], (online[0],), "CTRL-ELECT-2"
+            state = replace(state, unclean_elections=state.unclean_elections + 1)
+        else:
+            # CTRL-ELECT-3: nobody may lead: the partition is offline, epoch unchanged.
+            return replace(state, controller=replace(ctrl, leader=None)).fire("CTRL-ELECT-3")
+
+    # CTRL-ELECT-5: epoch + 1, and LeaderAndIsr to every live broker.
+    epoch = ctrl.epoch + 1
+    state = replace(state, controller=Controller(leader=new_leader, epoch=epoch, isr=new_isr)).fire(
+        rule, "CTRL-ELECT-5"
+    )
+    notify = online if step.notify is None else list(step.notify)
+    for name in notify:
+        if name not in state.config.replicas:
+            raise StepRejected("CTRL-ELECT-5", f"elect.notify: unknown replica {name!r}")
+    for name in online:
+        message = LeaderAndIsr(dst=name, leader=new_leader, epoch=epoch, isr=new_isr)
+        if name in notify:
+            state = apply_leader_and_isr(state, message)
+        else:
+            state = replace(state, leader_and_isr=(*state.leader_and_isr, message))
+    return state
+
+
+def deliver_leader_and_isr(state: State, replica_id: str) -> State:
+    """LAI-PRE-1: the oldest LeaderAndIsr in flight to ``replica_id`` arrives."""
+    message = next((m for m in state.leader_and_isr if m.dst == replica_id), None)
+    if message is None:
+        raise StepRejected("LAI-PRE-1", f"deliver_leader_and_isr: none is in flight to {replica_id}")
+    state = replace(state, leader_and_isr=tuple(m for m in state.leader_and_isr if m is not message))
+    return apply_leader_and_isr(state, message)
+
+
+def apply_leader_and_isr(state: State, message: LeaderAndIsr) -> State:
+    """LAI-1: a broker ignores a LeaderAndIsr whose epoch is not newer than it knows;
+    otherwise it becomes leader (LAI-2) or follower (LAI-3)."""
+    replica = state.replica(message.dst)
+    if not replica.online:
+        return state.fire("MSG-DROP-1")
+    if message.epoch <= replica.leader_epoch:
+        return state.fire("LAI-1")
+    if replica.role is Role.LEADER and message.leader != replica.id:
+        # Stepping down: parked fetches are answered NOT_LEADER_OR_FOLLOWER and waiting
+        # produces fail the same way (PRODUCE-6).
+        state = abort_parked_fetches(state, replica.id, error="NOT_LEADER_OR_FOLLOWER")
+        state = fail_pending_produces(state, replica.id, "NOT_LEADER_OR_FOLLOWER", "PRODUCE-6")
+    elif replica.role is Role.LEADER:
+        # Re-elected at a new epoch: parked fetches carry the old epoch (FENCED).
+        state = abort_parked_fetches(state, replica.id, error="FENCED_LEADER_EPOCH")
+    if message.leader == replica.id:
+        return become_leader(state, replica.id, message.epoch)
+    return become_follower(state, replica.id, message.leader, message.epoch)

@@ -1,0 +1,72 @@
+"""The leader-epoch cache: ``(epoch, start offset)`` pairs, one per leader epoch.
+
+Each replica keeps the epochs of the records in its log, with the offset of the first
+record of each epoch (``leader-epoch-checkpoint``). It is what answers
+OffsetsForLeaderEpoch and what a diverging-epoch check compares. Mirrors Kafka's
+``LeaderEpochFileCache`` (``assign``, ``truncateFromEnd``, ``endOffsetFor``).
+"""
+
+from __future__ import annotations
+
+EpochCache = tuple[tuple[int, int], ...]
+
+UNDEFINED_EPOCH = -1
+UNDEFINED_OFFSET = -1
+
+
+def latest_epoch(cache: EpochCache) -> int | None:
+    return cache[-1][0] if cache else None
+
+
+def assign(cache: EpochCache, epoch: int, start_offset: int) -> EpochCache:
+    """EPOCH-CACHE-1: record that ``epoch`` starts at ``start_offset``.
+
+    No change when the latest entry already has this epoch at an offset at or below
+    ``start_offset``. Otherwise entries at the end whose epoch is >= ``epoch`` or whose
+    start offset is >= ``start_offset`` are removed first, so epochs and start offsets
+    stay strictly increasing (``LeaderEpochFileCache.assign`` and
+    ``maybeTruncateNonMonotonicEntries``).
+    """
+    if cache:
+        last_epoch, last_start = cache[-1]
+        if last_epoch == epoch and start_offset >= last_start:
+            return cache
+    kept = list(cache)
+    while kept and (kept[-1][0] >= epoch or kept[-1][1] >= start_offset):
+        kept.pop()
+    kept.append((epoch, start_offset))
+    return tuple(kept)
+
+
+def truncate_from_end(cache: EpochCache, end_offset: int) -> EpochCache:
+    """EPOCH-CACHE-2: drop entries whose start offset is at or above the new LEO."""
+    return tuple(entry for entry in cache if entry[1] < end_offset)
+
+
+def end_offset_for(cache: EpochCache, requested_epoch: int | None, log_end_offset: int) -> tuple[int, int]:
+    """EPOCH-CACHE-3: the ``(epoch, end offset)`` answer for ``requested_epoch``.
+
+    - an undefined request, or an epoch above every known one: ``(-1, -1)``;
+    - the latest epoch: ``(epoch, LEO)``;
+    - otherwise (KIP-279): the largest known epoch <= the requested one, with the start
+      offset of the first epoch above it; if no epoch is <= the requested one, the
+      requested epoch with the first known start offset above it.
+    """
+    if requested_epoch is None or requested_epoch == UNDEFINED_EPOCH or not cache:
+        return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+    if cache[-1][0] == requested_epoch:
+        return requested_epoch, log_end_offset
+    higher = next((entry for entry in cache if entry[0] > requested_epoch), None)
+    if higher is None:
+        return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+    floor = None
+    for entry in cache:
+        if entry[0] <= requested_epoch:
+            floor = entry
+    if floor is None:
+        return requested_epoch, higher[1]
+    return floor[0], higher[1]
+
+
+def render(cache: EpochCache) -> list[list[int]]:
+    return [[epoch, start] for epoch, start in cache]

@@ -1,0 +1,70 @@
+"""The initial state of a partition built from its configuration.
+
+Every replica is online with an empty log at time 0; the initial leader leads epoch 0
+with every replica in the ISR (a freshly created topic). The leader's view of its
+followers starts as Kafka's does for a new leader: remote LEO unknown (-1), ISR members
+counted as caught up now. Under the epoch generations the leader's cache holds
+``(0, 0)`` (KIP-279 assigns the epoch when leadership starts).
+"""
+
+from __future__ import annotations
+
+from . import epoch_cache
+from .config import Config
+from .state import Controller, FetchState, FollowerProgress, Replica, Role, State
+
+
+def initial_state(config: Config) -> State:
+    config = config.validate()
+    leader_id = config.leader_at_start
+    replicas = []
+    for name in config.replicas:
+        is_leader = name == leader_id
+        progress: tuple[FollowerProgress, ...] = ()
+        cache: epoch_cache.EpochCache = ()
+        if is_leader:
+            progress = tuple(
+                FollowerProgress(
+                    replica=other,
+                    remote_leo=None,
+                    last_caught_up_ms=0,
+                    last_fetch_leader_leo=0,
+                    last_fetch_ms=0,
+                )
+                for other in config.replicas
+                if other != name
+            )
+            if config.generation.uses_epochs:
+                cache = epoch_cache.assign(cache, 0, 0)
+        replicas.append(
+            Replica(
+                id=name,
+                online=True,
+                log=(),
+                hw=0,
+                checkpoint_hw=0,
+                epoch_cache=cache,
+                role=Role.LEADER if is_leader else Role.FOLLOWER,
+                leader=leader_id,
+                leader_epoch=0,
+                fetch_state=FetchState.FETCHING,
+                progress=progress,
+                started_ms=0,
+            )
+        )
+    return State(
+        config=config,
+        clock_ms=0,
+        replicas=tuple(replicas),
+        controller=Controller(leader=leader_id, epoch=0, isr=tuple(config.replicas)),
+        fetch_responses=(),
+        parked_fetches=(),
+        epoch_responses=(),
+        leader_and_isr=(),
+        pending_produces=(),
+        produces=(),
+        consumed=None,
+        unclean_elections=0,
+        committed=(),
+        fired=(),
+    )

@@ -1,0 +1,182 @@
+"""The invariants, each a named check with the reason it matters.
+
+State invariants look at one state; transition invariants at a step's before and
+after. ``check`` returns the violations (empty when all hold) rather than raising, so
+property tests can both assert they hold (epoch generations) and search for a
+violation (hw-truncation: the KIP-101 stories).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .leader import is_current_leader
+from .state import Role, State
+
+
+@dataclass(frozen=True)
+class Violation:
+    invariant: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.invariant}: {self.detail}"
+
+
+def hw_le_leo(state: State) -> list[Violation]:
+    """HwLeLeo: on every replica the HW is at most the LEO. A consumer reads below the
+    HW, so an HW above the LEO would promise records the replica does not have."""
+    return [
+        Violation("HwLeLeo", f"{r.id} hw={r.hw} > leo={r.leo}")
+        for r in state.replicas
+        if r.hw > r.leo or r.checkpoint_hw < 0
+    ]
+
+
+def strong_isr(state: State) -> list[Violation]:
+    """StrongIsr: every live ISR member holds exactly the leader's records below the
+    leader's HW. This is what makes any ISR member a safe leader (TLA+ ``StrongIsr``)."""
+    out = []
+    for leader in state.replicas:
+        if not is_current_leader(state, leader):
+            continue
+        committed = leader.log[: leader.hw]
+        for name in state.controller.isr:
+            member = state.replica(name)
+            if name == leader.id or not member.online:
+                continue
+            if member.log[: leader.hw] != committed:
+                out.append(
+                    Violation(
+                        "StrongIsr",
+                        f"ISR member {name} disagrees with leader {leader.id} below hw={leader.hw}",
+                    )
+                )
+    return out
+
+
+def acked_not_lost(state: State) -> list[Violation]:
+    """AckedNotLost: a record acknowledged to an acks=all producer, or returned to a
+    consumer, stays in the leader's log at its offset, unless an unclean election
+    happened (which gives that guarantee up by configuration)."""
+    if state.unclean_elections:
+        return []
+    leader_id = state.controller.leader
+    if leader_id is None:
+        return []
+    leader = state.replica(leader_id)
+    if not is_current_leader(state, leader):
+        return []
+    out = []
+    for offset, value, epoch in state.committed:
+        present = offset < leader.leo and (leader.log[offset].value, leader.log[offset].epoch) == (value, epoch)
+        if not present:
+            have = leader.log[offset].render() if offset < leader.leo else "nothing"
+            out.append(
+                Violation(
+                    "AckedNotLost",
+                    f"committed {value}@{epoch} at offset {offset} is gone from leader {leader_id} (has {have})",
+                )
+            )
+    return out
+
+
+def consumer_below_hw(state: State) -> list[Violation]:
+    """ConsumerBelowHw: a consumer only ever receives offsets below the HW it read at."""
+    c = state.consumed
+    if c is None or c.hw is None:
+        return []
+    return [
+        Violation("ConsumerBelowHw", f"consumer got offset {offset} with hw={c.hw}")
+        for offset, _, _ in c.records
+        if offset >= c.hw
+    ]
+
+
+def one_leader_per_epoch(state: State) -> list[Violation]:
+    """OneLeaderPerEpoch: no two live replicas lead in the same epoch."""
+    seen: dict[int, str] = {}
+    out = []
+    for r in state.replicas:
+        if r.online and r.role is Role.LEADER:
+            if r.leader_epoch in seen:
+                out.append(
+                    Violation("OneLeaderPerEpoch", f"{seen[r.leader_epoch]} and {r.id} lead epoch {r.leader_epoch}")
+                )
+            seen[r.leader_epoch] = r.id
+    return out
+
+
+def epoch_cache_monotonic(state: State) -> list[Violation]:
+    """EpochCacheMonotonic: epochs and start offsets strictly increase in every cache,
+    and no entry starts beyond the log (the cache describes the log)."""
+    out = []
+    for r in state.replicas:
+        cache = r.epoch_cache
+        for (e1, o1), (e2, o2) in itertools.pairwise(cache):
+            if not (e1 < e2 and o1 < o2):
+                out.append(Violation("EpochCacheMonotonic", f"{r.id} cache {list(cache)} is not increasing"))
+                break
+        if cache and cache[-1][1] > r.leo:
+            out.append(Violation("EpochCacheMonotonic", f"{r.id} cache entry {cache[-1]} starts past leo={r.leo}"))
+    return out
+
+
+STATE_INVARIANTS: dict[str, Callable[[State], list[Violation]]] = {
+    "HwLeLeo": hw_le_leo,
+    "StrongIsr": strong_isr,
+    "AckedNotLost": acked_not_lost,
+    "ConsumerBelowHw": consumer_below_hw,
+    "OneLeaderPerEpoch": one_leader_per_epoch,
+    "EpochCacheMonotonic": epoch_cache_monotonic,
+}
+
+
+def leader_hw_monotonic(before: State, after: State) -> list[Violation]:
+    """LeaderHwMonotonic: a leader's HW never decreases while it leads one epoch."""
+    out = []
+    for old in before.replicas:
+        new = after.replica(old.id)
+        same_term = (
+            old.online
+            and new.online
+            and old.role is Role.LEADER
+            and new.role is Role.LEADER
+            and old.leader_epoch == new.leader_epoch
+        )
+        if same_term and new.hw < old.hw:
+            out.append(Violation("LeaderHwMonotonic", f"{old.id} hw {old.hw} -> {new.hw} in epoch {old.leader_epoch}"))
+    return out
+
+
+def epochs_increase(before: State, after: State) -> list[Violation]:
+    """EpochsIncrease: the controller's epoch and each replica's known epoch never go back."""
+    out = []
+    if after.controller.epoch < before.controller.epoch:
+        out.append(
+            Violation("EpochsIncrease", f"controller epoch {before.controller.epoch} -> {after.controller.epoch}")
+        )
+    for old in before.replicas:
+        new = after.replica(old.id)
+        if new.leader_epoch < old.leader_epoch:
+            out.append(Violation("EpochsIncrease", f"{old.id} epoch {old.leader_epoch} -> {new.leader_epoch}"))
+    return out
+
+
+TRANSITION_INVARIANTS: dict[str, Callable[[State, State], list[Violation]]] = {
+    "LeaderHwMonotonic": leader_hw_monotonic,
+    "EpochsIncrease": epochs_increase,
+}
+
+
+def check(state: State, before: State | None = None) -> list[Violation]:
+    """All violations in ``state`` (and of the step from ``before`` to it, if given)."""
+    out: list[Violation] = []
+    for fn in STATE_INVARIANTS.values():
+        out += fn(state)
+    if before is not None:
+        for tfn in TRANSITION_INVARIANTS.values():
+            out += tfn(before, state)
+    return out

@@ -1,0 +1,78 @@
+"""Messages that live in the state between steps: in flight, parked, or waiting.
+
+A request is handled by the leader in the same step that sends it (the network hop is
+not interesting here); what the leader produces (a response, a parked fetch, a waiting
+produce) is a value in the state until a later step delivers, completes or drops it.
+That is what makes "crash between fetch and response" a plain step order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .log import Record
+
+
+@dataclass(frozen=True)
+class FetchResponse:
+    """A fetch response on its way from ``src`` (the leader) to ``dst`` (the follower)."""
+
+    dst: str
+    src: str
+    request_epoch: int
+    """The follower's leader epoch when it sent the request (stale responses are dropped)."""
+    fetch_offset: int
+    records: tuple[Record, ...]
+    hw: int
+    """The leader's HW sampled when the records were read (see FETCH-LEADER-3)."""
+    error: str | None = None
+    diverging_epoch: tuple[int, int] | None = None
+    leader_leo: int | None = None
+    """Carried with OFFSET_OUT_OF_RANGE: the leader's LEO the follower truncates to."""
+
+
+@dataclass(frozen=True)
+class ParkedFetch:
+    """A follower fetch held in the leader's fetch purgatory (DelayedFetch)."""
+
+    follower: str
+    leader: str
+    request_epoch: int
+    fetch_offset: int
+    deadline_ms: int
+    """Arrival time + ``replica.fetch.wait.max.ms``."""
+
+
+@dataclass(frozen=True)
+class EpochResponse:
+    """An OffsetsForLeaderEpoch response on its way to ``dst``."""
+
+    dst: str
+    src: str
+    request_epoch: int
+    requested_epoch: int | None
+    error: str | None
+    epoch: int
+    end_offset: int
+
+
+@dataclass(frozen=True)
+class LeaderAndIsr:
+    """The controller's decision on its way to one broker."""
+
+    dst: str
+    leader: str
+    epoch: int
+    isr: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PendingProduce:
+    """An acks=all produce parked in the leader's produce purgatory (DelayedProduce)."""
+
+    id: str
+    leader: str
+    epoch: int
+    required_offset: int
+    """The leader's LEO right after the append: HW must reach it."""
+    deadline_ms: int

@@ -1,0 +1,154 @@
+"""The state of one partition: replicas, controller, messages in flight, the clock.
+
+Every value is immutable. Actions build a new ``State`` with ``dataclasses.replace``;
+nothing is ever mutated, so a state can be kept, compared and replayed.
+
+Variables are grouped as in the spec (``spec/replication.md`` section "State"):
+per replica (``Replica``), the leader's view of each follower (``FollowerProgress``),
+the controller (``Controller``), messages (``messages.py``), producer and consumer
+outcomes, and history variables that exist only for the invariants.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from .config import Config
+from .epoch_cache import EpochCache
+from .log import Log
+from .messages import EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
+
+
+class Role(StrEnum):
+    LEADER = "leader"
+    FOLLOWER = "follower"
+    NONE = "none"
+    """Online but told of no live leader (the partition is offline)."""
+
+
+class FetchState(StrEnum):
+    """Where a follower's fetcher is for its current leader epoch."""
+
+    TRUNCATING = "truncating"
+    """leader-epoch: must send OffsetsForLeaderEpoch before fetching."""
+    FETCHING = "fetching"
+
+
+@dataclass(frozen=True)
+class FollowerProgress:
+    """What a leader knows of one follower (Kafka ``Replica`` state on the leader).
+
+    Lost when the leader crashes or stops being leader.
+    """
+
+    replica: str
+    remote_leo: int | None
+    """The fetch offset of the follower's last fetch; None (Kafka's -1) until one arrives."""
+    last_caught_up_ms: int | None
+    """Last time the follower was caught up to the leader's LEO; None for never."""
+    last_fetch_leader_leo: int | None
+    """The leader's LEO when the follower's previous fetch was handled."""
+    last_fetch_ms: int | None
+    """When the follower's previous fetch was handled."""
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One broker's copy of the partition, and what that broker believes."""
+
+    id: str
+    online: bool
+    log: Log
+    hw: int
+    checkpoint_hw: int
+    """The HW in ``replication-offset-checkpoint``: what a restart reads back."""
+    epoch_cache: EpochCache
+    """Empty under hw-truncation. Always durable (Kafka flushes it on every change)."""
+    role: Role
+    leader: str | None
+    """The leader this replica was last told of."""
+    leader_epoch: int
+    """The leader epoch this replica was last told of."""
+    fetch_state: FetchState
+    progress: tuple[FollowerProgress, ...]
+    """Only on a leader: one entry per follower, in replica order."""
+    started_ms: int
+    """When the broker last started; its periodic tasks run from here."""
+
+    @property
+    def leo(self) -> int:
+        return len(self.log)
+
+    def follower(self, replica_id: str) -> FollowerProgress:
+        for entry in self.progress:
+            if entry.replica == replica_id:
+                return entry
+        raise KeyError(replica_id)
+
+
+@dataclass(frozen=True)
+class Controller:
+    """The controller's record of the partition (what ZooKeeper / the metadata log holds)."""
+
+    leader: str | None
+    epoch: int
+    isr: tuple[str, ...]
+    """In replica order. The leader changes it (AlterPartition), the controller on election."""
+
+
+@dataclass(frozen=True)
+class ProduceOutcome:
+    id: str
+    acks: str
+    status: str
+    """``acked``, ``pending``, ``sent`` (acks=0) or a Kafka error name."""
+    offsets: tuple[int, ...] = ()
+    records: tuple[tuple[int, str, int], ...] = ()
+    """``(offset, value, epoch)`` of what was appended, for the invariants."""
+
+
+@dataclass(frozen=True)
+class ConsumeOutcome:
+    replica: str | None
+    offset: int
+    records: tuple[tuple[int, str, int], ...]
+    hw: int | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class State:
+    config: Config
+    clock_ms: int
+    replicas: tuple[Replica, ...]
+    controller: Controller
+    fetch_responses: tuple[FetchResponse, ...]
+    parked_fetches: tuple[ParkedFetch, ...]
+    epoch_responses: tuple[EpochResponse, ...]
+    leader_and_isr: tuple[LeaderAndIsr, ...]
+    pending_produces: tuple[PendingProduce, ...]
+    produces: tuple[ProduceOutcome, ...]
+    consumed: ConsumeOutcome | None
+    unclean_elections: int
+    """History variable: how many unclean elections happened (AckedNotLost is void after one)."""
+    committed: tuple[tuple[int, str, int], ...]
+    """History variable: ``(offset, value, epoch)`` of records acknowledged to an acks=all
+    producer or returned to a consumer. Would not exist in an implementation."""
+    fired: tuple[str, ...]
+    """The spec rules the last step fired, in order (for ``explain`` and rule coverage)."""
+
+    def replica(self, replica_id: str) -> Replica:
+        for replica in self.replicas:
+            if replica.id == replica_id:
+                return replica
+        raise KeyError(replica_id)
+
+    def with_replica(self, replica: Replica) -> State:
+        return replace(
+            self,
+            replicas=tuple(replica if r.id == replica.id else r for r in self.replicas),
+        )
+
+    def fire(self, *rules: str) -> State:
+        return replace(self, fired=self.fired + rules)

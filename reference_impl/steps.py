@@ -1,0 +1,239 @@
+"""The steps: every input to the model is one of these values.
+
+A step is what happens next, chosen from outside: a producer sends, a follower
+fetches, a response arrives, time passes, a broker crashes, the controller elects.
+Every choice the real system makes by timing or chance is a field here, so the model
+stays deterministic. Each step has a wire name (``kind``) used in fixtures and in the
+adapter protocol; ``step_from_dict`` / ``step_to_dict`` convert plain data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, fields
+from typing import Any, ClassVar
+
+from .errors import StepFormatError
+
+
+@dataclass(frozen=True)
+class Produce:
+    """A producer sends ``values`` to the leader (or to ``to``) with ``acks`` 0, 1 or all."""
+
+    kind: ClassVar[str] = "produce"
+    values: tuple[str, ...]
+    acks: str = "all"
+    id: str | None = None
+    to: str | None = None
+
+
+@dataclass(frozen=True)
+class Fetch:
+    """Follower ``replica`` sends a fetch; its leader handles it (responds or parks it)."""
+
+    kind: ClassVar[str] = "fetch"
+    replica: str
+
+
+@dataclass(frozen=True)
+class DeliverFetch:
+    """The fetch response in flight to ``replica`` arrives and is processed."""
+
+    kind: ClassVar[str] = "deliver_fetch"
+    replica: str
+
+
+@dataclass(frozen=True)
+class FetchRound:
+    """``fetch`` then, if the leader answered at once, ``deliver_fetch``."""
+
+    kind: ClassVar[str] = "fetch_round"
+    replica: str
+
+
+@dataclass(frozen=True)
+class EpochRequest:
+    """Follower ``replica`` sends OffsetsForLeaderEpoch; its leader answers."""
+
+    kind: ClassVar[str] = "epoch_request"
+    replica: str
+
+
+@dataclass(frozen=True)
+class DeliverEpoch:
+    """The OffsetsForLeaderEpoch response in flight to ``replica`` arrives."""
+
+    kind: ClassVar[str] = "deliver_epoch"
+    replica: str
+
+
+@dataclass(frozen=True)
+class EpochRound:
+    """``epoch_request`` then ``deliver_epoch``."""
+
+    kind: ClassVar[str] = "epoch_round"
+    replica: str
+
+
+@dataclass(frozen=True)
+class Tick:
+    """``ms`` milliseconds pass; timers due in that interval fire in time order."""
+
+    kind: ClassVar[str] = "tick"
+    ms: int
+
+
+@dataclass(frozen=True)
+class Crash:
+    """Broker ``replica`` dies: memory and its messages are lost, log and checkpoints stay."""
+
+    kind: ClassVar[str] = "crash"
+    replica: str
+
+
+@dataclass(frozen=True)
+class Restart:
+    """Broker ``replica`` starts again and learns the current leader from the controller."""
+
+    kind: ClassVar[str] = "restart"
+    replica: str
+
+
+@dataclass(frozen=True)
+class Elect:
+    """The controller elects a leader.
+
+    Without ``leader``: the leader is offline or absent, and the controller picks the
+    first live ISR member (or, unclean, the first live replica). With ``leader``: a
+    controlled election (preferred leader / reassignment) of that live ISR member.
+    ``notify`` lists the brokers that get the LeaderAndIsr at once (default: every live
+    one); the rest stay in flight until ``deliver_leader_and_isr``.
+    """
+
+    kind: ClassVar[str] = "elect"
+    leader: str | None = None
+    notify: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class DeliverLeaderAndIsr:
+    """The oldest LeaderAndIsr in flight to ``replica`` arrives."""
+
+    kind: ClassVar[str] = "deliver_leader_and_isr"
+    replica: str
+
+
+@dataclass(frozen=True)
+class Consume:
+    """A consumer fetches from ``offset`` at the leader: it gets records below the HW."""
+
+    kind: ClassVar[str] = "consume"
+    offset: int = 0
+
+
+Step = (
+    Produce
+    | Fetch
+    | DeliverFetch
+    | FetchRound
+    | EpochRequest
+    | DeliverEpoch
+    | EpochRound
+    | Tick
+    | Crash
+    | Restart
+    | Elect
+    | DeliverLeaderAndIsr
+    | Consume
+)
+
+STEP_TYPES: dict[str, type] = {
+    cls.kind: cls
+    for cls in (
+        Produce,
+        Fetch,
+        DeliverFetch,
+        FetchRound,
+        EpochRequest,
+        DeliverEpoch,
+        EpochRound,
+        Tick,
+        Crash,
+        Restart,
+        Elect,
+        DeliverLeaderAndIsr,
+        Consume,
+    )
+}
+
+ACKS = ("0", "1", "all")
+
+
+def _check_str(kind: str, name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise StepFormatError(name, f"{kind}: must be a non-empty string, got {value!r}")
+    return value
+
+
+def step_from_dict(data: Mapping[str, Any]) -> Step:
+    """Build a step from plain data: ``{"kind": "fetch", "replica": "B"}``.
+
+    Raises ``StepFormatError`` naming the field that is wrong.
+    """
+    if not isinstance(data, Mapping):
+        raise StepFormatError("do", f"a step must be a mapping, got {type(data).__name__}")
+    kind = data.get("kind")
+    if kind not in STEP_TYPES:
+        raise StepFormatError("kind", f"unknown step kind {kind!r} (one of: {', '.join(STEP_TYPES)})")
+    cls = STEP_TYPES[kind]
+    allowed = {f.name for f in fields(cls)}
+    extra = sorted(set(data) - allowed - {"kind"})
+    if extra:
+        raise StepFormatError(extra[0], f"{kind}: unknown field (allowed: {', '.join(sorted(allowed))})")
+    kwargs: dict[str, Any] = {}
+    for f in fields(cls):
+        if f.name not in data:
+            continue
+        value = data[f.name]
+        if f.name == "values":
+            if isinstance(value, str):
+                value = [value]
+            if not isinstance(value, list | tuple) or not value:
+                raise StepFormatError("values", f"{kind}: must be a non-empty list of strings")
+            for item in value:
+                _check_str(kind, "values", item)
+                if "@" in item:
+                    raise StepFormatError("values", f"{kind}: a value may not contain '@' (got {item!r})")
+            value = tuple(value)
+        elif f.name == "acks":
+            value = str(value) if not isinstance(value, bool) else value
+            if value == "-1":
+                value = "all"
+            if value not in ACKS:
+                raise StepFormatError("acks", f"{kind}: must be 0, 1 or all, got {data[f.name]!r}")
+        elif f.name == "notify":
+            if value is not None:
+                if not isinstance(value, list | tuple):
+                    raise StepFormatError("notify", f"{kind}: must be a list of replica ids")
+                value = tuple(_check_str(kind, "notify", item) for item in value)
+        elif f.name in ("ms", "offset"):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise StepFormatError(f.name, f"{kind}: must be a non-negative integer, got {value!r}")
+        elif value is not None:
+            value = _check_str(kind, f.name, value)
+        kwargs[f.name] = value
+    missing = [f.name for f in fields(cls) if f.name not in kwargs and f.default is MISSING]
+    if missing:
+        raise StepFormatError(missing[0], f"{kind}: required field is missing")
+    return cls(**kwargs)  # type: ignore[no-any-return]
+
+
+def step_to_dict(step: Step) -> dict[str, Any]:
+    """The plain-data form of a step, omitting fields left at their defaults."""
+    out: dict[str, Any] = {"kind": step.kind}
+    for f in fields(step):  # type: ignore[arg-type]
+        value = getattr(step, f.name)
+        if value == f.default:
+            continue
+        out[f.name] = list(value) if isinstance(value, tuple) else value
+    return out
