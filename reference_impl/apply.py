@@ -62,7 +62,7 @@ ACTIONS: dict[type, Callable[[State, Any], State]] = {
     DeliverEpoch: lambda s, step: follower.deliver_epoch(s, step.replica),
     EpochRound: _epoch_round,
     Tick: lambda s, step: clock.tick(s, step.ms),
-    Crash: lambda s, step: broker.crash(s, step.replica),
+    Crash: lambda s, step: broker.crash(s, step.replica, step.unflushed_from),
     Restart: lambda s, step: broker.restart(s, step.replica),
     Elect: controller.elect,
     DeliverLeaderAndIsr: lambda s, step: controller.deliver_leader_and_isr(s, step.replica),

@@ -14,11 +14,13 @@ from .errors import StepRejected
 from .follower import become_follower
 from .leader import abort_parked_fetches
 from .purgatory import fail_pending_produces
+from .replica_ops import truncate
 from .state import FetchState, Role, State
 
 
-def crash(state: State, replica_id: str) -> State:
-    """CRASH-1: the broker dies."""
+def crash(state: State, replica_id: str, unflushed_from: int | None = None) -> State:
+    """CRASH-1: the broker dies. CRASH-2: with ``unflushed_from``, a power failure also
+    loses the log's unflushed tail (log recovery truncates it and the epoch cache)."""
     if replica_id not in state.config.replicas:
         raise StepRejected("CRASH-PRE-1", f"crash: unknown replica {replica_id!r}")
     replica = state.replica(replica_id)
@@ -34,9 +36,19 @@ def crash(state: State, replica_id: str) -> State:
         epoch_responses=tuple(r for r in state.epoch_responses if r.dst != replica_id),
         leader_and_isr=tuple(m for m in state.leader_and_isr if m.dst != replica_id),
     )
-    return state.with_replica(
+    state = state.with_replica(
         replace(replica, online=False, role=Role.NONE, progress=(), fetch_state=FetchState.FETCHING)
     ).fire("CRASH-1")
+    if unflushed_from is not None:
+        if unflushed_from > replica.leo:
+            raise StepRejected(
+                "CRASH-PRE-1", f"crash: unflushed_from={unflushed_from} is past {replica_id}'s LEO {replica.leo}"
+            )
+        state = truncate(state, replica_id, unflushed_from, rule="CRASH-2")
+        if unflushed_from < replica.leo:
+            state = replace(state, power_failures=state.power_failures + 1)
+        # The HW checkpoint may now point past the log; restart clamps it (RESTART-1).
+    return state
 
 
 def restart(state: State, replica_id: str) -> State:
@@ -64,6 +76,7 @@ def restart(state: State, replica_id: str) -> State:
             leader=None,
             leader_epoch=ctrl.epoch,
             started_ms=state.clock_ms,
+            incarnation=replica.incarnation + 1,
         )
     ).fire("RESTART-1")
     if ctrl.leader is None:

@@ -21,7 +21,8 @@ from .truncation import offset_truncation
 
 def has_outstanding_fetch(state: State, replica_id: str) -> bool:
     """A follower has at most one fetch outstanding (parked or answered, not delivered)."""
-    return any(p.follower == replica_id for p in state.parked_fetches) or any(
+    incarnation = state.replica(replica_id).incarnation
+    return any(p.follower == replica_id and p.incarnation == incarnation for p in state.parked_fetches) or any(
         r.dst == replica_id for r in state.fetch_responses
     )
 
@@ -64,7 +65,9 @@ def send_fetch(state: State, replica_id: str) -> State:
     )
     state = state.fire("FETCH-PRE-1")
     assert follower.leader is not None
-    return handle_fetch(state, follower.leader, replica_id, follower.leo, follower.leader_epoch, last_fetched)
+    return handle_fetch(
+        state, follower.leader, replica_id, follower.leo, follower.leader_epoch, last_fetched, follower.incarnation
+    )
 
 
 def _take_fetch_response(state: State, replica_id: str) -> tuple[State, FetchResponse]:
@@ -162,6 +165,7 @@ def send_epoch_request(state: State, replica_id: str) -> State:
         replica_id,
         epoch_cache.latest_epoch(follower.epoch_cache),
         follower.leader_epoch,
+        follower.incarnation,
     )
 
 

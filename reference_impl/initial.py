@@ -50,6 +50,7 @@ def initial_state(config: Config) -> State:
                 fetch_state=FetchState.FETCHING,
                 progress=progress,
                 started_ms=0,
+                incarnation=0,
             )
         )
     return State(
@@ -65,6 +66,7 @@ def initial_state(config: Config) -> State:
         produces=(),
         consumed=None,
         unclean_elections=0,
+        power_failures=0,
         committed=(),
         fired=(),
     )

@@ -60,8 +60,9 @@ def strong_isr(state: State) -> list[Violation]:
 def acked_not_lost(state: State) -> list[Violation]:
     """AckedNotLost: a record acknowledged to an acks=all producer, or returned to a
     consumer, stays in the leader's log at its offset, unless an unclean election
-    happened (which gives that guarantee up by configuration)."""
-    if state.unclean_elections:
+    happened (which gives that guarantee up by configuration) or a power failure lost
+    unflushed records (Kafka does not fsync per write; KIP-101 scenario 2)."""
+    if state.unclean_elections or state.power_failures:
         return []
     leader_id = state.controller.leader
     if leader_id is None:

@@ -178,9 +178,15 @@ def _update_follower_progress(state: State, leader_id: str, follower_id: str, fe
     return state.fire(rule) if rule else state
 
 
+def _reachable(state: State, replica_id: str, incarnation: int) -> bool:
+    """MSG-DROP-1: an answer reaches only the live incarnation that asked."""
+    replica = state.replica(replica_id)
+    return replica.online and replica.incarnation == incarnation
+
+
 def _respond(state: State, response: FetchResponse) -> State:
-    """Put a fetch response in flight, unless its destination is down (MSG-DROP-1)."""
-    if not state.replica(response.dst).online:
+    """Put a fetch response in flight, unless its requester is gone (MSG-DROP-1)."""
+    if not _reachable(state, response.dst, response.incarnation):
         return state.fire("MSG-DROP-1")
     return replace(state, fetch_responses=(*state.fetch_responses, response))
 
@@ -192,6 +198,7 @@ def handle_fetch(
     fetch_offset: int,
     request_epoch: int,
     last_fetched_epoch: int | None,
+    incarnation: int,
 ) -> State:
     """Leader ``leader_id`` handles a fetch from ``follower_id`` at ``fetch_offset``."""
     leader = state.replica(leader_id)
@@ -206,6 +213,7 @@ def handle_fetch(
             records=(),
             hw=leader.hw,
             error=error,
+            incarnation=incarnation,
             **extra,  # type: ignore[arg-type]
         )
 
@@ -229,6 +237,7 @@ def handle_fetch(
                 records=(),
                 hw=hw_at_read,
                 diverging_epoch=(epoch, end),
+                incarnation=incarnation,
             )
             return _respond(state.fire("FETCH-LEADER-2"), response)
 
@@ -253,6 +262,7 @@ def handle_fetch(
             request_epoch=request_epoch,
             fetch_offset=fetch_offset,
             deadline_ms=state.clock_ms + state.config.replica_fetch_wait_max_ms,
+            incarnation=incarnation,
         )
         return replace(state, parked_fetches=(*state.parked_fetches, parked)).fire("FETCH-PARK-1")
 
@@ -263,6 +273,7 @@ def handle_fetch(
         fetch_offset=fetch_offset,
         records=records,
         hw=hw_at_read,
+        incarnation=incarnation,
     )
     return _respond(state, response)
 
@@ -279,6 +290,7 @@ def complete_parked_fetch(state: State, parked: ParkedFetch, rule: str) -> State
         fetch_offset=parked.fetch_offset,
         records=logmod.read(leader.log, parked.fetch_offset),
         hw=leader.hw,
+        incarnation=parked.incarnation,
     )
     return _respond(state.fire(rule), response)
 
@@ -312,6 +324,7 @@ def abort_parked_fetches(state: State, leader_id: str, *, error: str | None) -> 
             records=(),
             hw=leader.hw,
             error=error,
+            incarnation=parked.incarnation,
         )
         state = _respond(state, response)
     return state
@@ -321,7 +334,12 @@ def abort_parked_fetches(state: State, leader_id: str, *, error: str | None) -> 
 
 
 def handle_epoch_request(
-    state: State, leader_id: str, follower_id: str, requested_epoch: int | None, request_epoch: int
+    state: State,
+    leader_id: str,
+    follower_id: str,
+    requested_epoch: int | None,
+    request_epoch: int,
+    incarnation: int,
 ) -> State:
     """EPOCH-LEADER-1/2: fence, then answer with ``end_offset_for`` (EPOCH-CACHE-3)."""
     leader = state.replica(leader_id)
@@ -340,8 +358,9 @@ def handle_epoch_request(
         error=error,
         epoch=epoch,
         end_offset=end,
+        incarnation=incarnation,
     )
-    if not state.replica(follower_id).online:
+    if not _reachable(state, follower_id, incarnation):
         return state.fire("MSG-DROP-1")
     return replace(state, epoch_responses=(*state.epoch_responses, response))
 

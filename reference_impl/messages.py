@@ -29,6 +29,8 @@ class FetchResponse:
     diverging_epoch: tuple[int, int] | None = None
     leader_leo: int | None = None
     """Carried with OFFSET_OUT_OF_RANGE: the leader's LEO the follower truncates to."""
+    incarnation: int = 0
+    """The incarnation of the follower that sent the request."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class ParkedFetch:
     fetch_offset: int
     deadline_ms: int
     """Arrival time + ``replica.fetch.wait.max.ms``."""
+    incarnation: int = 0
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class EpochResponse:
     error: str | None
     epoch: int
     end_offset: int
+    incarnation: int = 0
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,9 @@ class Replica:
     """Only on a leader: one entry per follower, in replica order."""
     started_ms: int
     """When the broker last started; its periodic tasks run from here."""
+    incarnation: int
+    """How many times the broker restarted: a request's answer reaches only the
+    incarnation that sent it (a restarted broker has new connections)."""
 
     @property
     def leo(self) -> int:
@@ -132,6 +135,8 @@ class State:
     consumed: ConsumeOutcome | None
     unclean_elections: int
     """History variable: how many unclean elections happened (AckedNotLost is void after one)."""
+    power_failures: int
+    """History variable: crashes that lost unflushed records (AckedNotLost is void after one)."""
     committed: tuple[tuple[int, str, int], ...]
     """History variable: ``(offset, value, epoch)`` of records acknowledged to an acks=all
     producer or returned to a consumer. Would not exist in an implementation."""

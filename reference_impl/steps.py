@@ -85,10 +85,16 @@ class Tick:
 
 @dataclass(frozen=True)
 class Crash:
-    """Broker ``replica`` dies: memory and its messages are lost, log and checkpoints stay."""
+    """Broker ``replica`` dies: memory and its messages are lost, log and checkpoints stay.
+
+    ``unflushed_from``: a power failure, not a process crash. Records at or above this
+    offset had not reached the disk and are gone (Kafka leaves fsync to the OS; KIP-101's
+    divergence scenario). Without it nothing of the log is lost.
+    """
 
     kind: ClassVar[str] = "crash"
     replica: str
+    unflushed_from: int | None = None
 
 
 @dataclass(frozen=True)
@@ -216,7 +222,7 @@ def step_from_dict(data: Mapping[str, Any]) -> Step:
                 if not isinstance(value, list | tuple):
                     raise StepFormatError("notify", f"{kind}: must be a list of replica ids")
                 value = tuple(_check_str(kind, "notify", item) for item in value)
-        elif f.name in ("ms", "offset"):
+        elif f.name in ("ms", "offset", "unflushed_from"):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise StepFormatError(f.name, f"{kind}: must be a non-negative integer, got {value!r}")
         elif value is not None:

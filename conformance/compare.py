@@ -1,0 +1,57 @@
+"""Comparing an expected (partial) observation with an actual one.
+
+Mappings are compared key by key, only on the keys the expectation states; lists and
+scalars are compared whole. The first difference is reported with its field path, so a
+failure reads "step 4, replicas.B.hw: expected 1, got 0".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+MISSING = object()
+
+
+@dataclass(frozen=True)
+class Divergence:
+    path: str
+    expected: Any
+    actual: Any
+    """``MISSING`` when the implementation did not report the field at all."""
+
+    @property
+    def missing(self) -> bool:
+        return self.actual is MISSING
+
+
+def _join(path: str, key: Any) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def first_divergence(expected: Any, actual: Any, path: str = "") -> Divergence | None:
+    """The first place ``actual`` differs from ``expected``, or None if it matches."""
+    if isinstance(expected, Mapping):
+        if not isinstance(actual, Mapping):
+            return Divergence(path, expected, actual)
+        for key, value in expected.items():
+            if key not in actual:
+                return Divergence(_join(path, key), value, MISSING)
+            found = first_divergence(value, actual[key], _join(path, key))
+            if found is not None:
+                return found
+        return None
+    if expected != actual or (type(expected) is bool and type(actual) is not bool):
+        return Divergence(path, expected, actual)
+    return None
+
+
+def leaf_paths(expected: Any, path: str = "") -> list[str]:
+    """Every compared field path in an expectation (for capability checks)."""
+    if isinstance(expected, Mapping):
+        out: list[str] = []
+        for key, value in expected.items():
+            out += leaf_paths(value, _join(path, key))
+        return out
+    return [path]

@@ -1,0 +1,323 @@
+"""Loading fixtures: YAML (safe loading only) checked against ``spec/fixture.schema.json``.
+
+Every problem is reported as ``file:line: field: message`` and all problems of a file
+are collected, never a traceback: a fixture author fixes them in one pass. Line
+numbers come from the YAML node marks (``yaml.compose``), so an error deep inside a
+step points at the line of that field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from reference_impl import (
+    Config,
+    ConfigError,
+    Generation,
+    Step,
+    StepFormatError,
+    config_from_dict,
+    step_from_dict,
+)
+
+from .paths import SCHEMA_DIR
+
+PathKey = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a fixture file, located to a line and a field."""
+
+    file: str
+    line: int
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.field}: {self.message}"
+
+
+class FixtureError(Exception):
+    """One or more fixture files are invalid; ``problems`` lists every problem."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("\n".join(str(p) for p in problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class FixtureStep:
+    index: int
+    step: Step
+    do: dict[str, Any]
+    expect: dict[str, Any] | None
+    expect_rejected: str | None
+    why: str | None
+    source: str | None
+    line: int
+
+
+@dataclass(frozen=True)
+class Fixture:
+    """One runnable case: a fixture file's steps under one generation."""
+
+    id: str
+    base_id: str
+    title: str
+    source: str
+    description: str
+    tags: tuple[str, ...]
+    rules: tuple[str, ...]
+    generation: Generation
+    config: Config
+    steps: tuple[FixtureStep, ...]
+    path: str
+    line: int = 1
+    group: str = field(default="")
+    """The folder under fixtures/ the file lives in (``seeds``, ``kafka``, ...)."""
+
+
+def field_path(path: Iterable[str | int]) -> str:
+    """``("steps", 3, "do", "replica")`` -> ``steps[3].do.replica``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(document)"
+
+
+def _line_map(node: yaml.Node, path: PathKey, lines: dict[PathKey, int], dupes: list[tuple[PathKey, int]]) -> None:
+    """Record the 1-based line of every node by its path; note duplicate mapping keys."""
+    lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            key = key_node.value
+            if key in seen:
+                dupes.append((path + (key,), key_node.start_mark.line + 1))
+            seen.add(key)
+            _line_map(value_node, path + (key,), lines, dupes)
+            # a field's line is its key's line (a nested value may start lower down)
+            lines[path + (key,)] = key_node.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _line_map(item, path + (i,), lines, dupes)
+
+
+def _line_for(lines: Mapping[PathKey, int], path: PathKey) -> int:
+    while path and path not in lines:
+        path = path[:-1]
+    return lines.get(path, 1)
+
+
+_SCHEMA: dict[str, Any] | None = None
+
+
+def fixture_schema() -> dict[str, Any]:
+    global _SCHEMA
+    if _SCHEMA is None:
+        _SCHEMA = json.loads((SCHEMA_DIR / "fixture.schema.json").read_text())
+    return _SCHEMA
+
+
+def _schema_problems(doc: Any, lines: Mapping[PathKey, int], file: str) -> list[Problem]:
+    validator = jsonschema.Draft202012Validator(fixture_schema())
+    problems = []
+    for error in validator.iter_errors(doc):
+        # if/then failures nest the real reason one level down: report the leaves.
+        leaves = list(_leaf_errors(error))
+        for leaf in leaves:
+            path = tuple(leaf.absolute_path)
+            problems.append(Problem(file, _line_for(lines, path), field_path(path), _message(leaf)))
+    problems.sort(key=lambda p: (p.line, p.field))
+    unique: list[Problem] = []
+    for p in problems:
+        if p not in unique:
+            unique.append(p)
+    return unique
+
+
+def _leaf_errors(error: jsonschema.ValidationError) -> Iterator[jsonschema.ValidationError]:
+    if error.context:
+        for sub in error.context:
+            yield from _leaf_errors(sub)
+    else:
+        yield error
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    if error.validator == "additionalProperties":
+        return error.message.replace("Additional properties are not allowed", "unknown field")
+    if error.validator == "required":
+        return error.message.replace("is a required property", "is required")
+    return error.message
+
+
+def load_fixture_file(path: Path) -> list[Fixture]:
+    """Load one YAML fixture file into one ``Fixture`` per generation it runs under.
+
+    Raises ``FixtureError`` with every problem found in the file.
+    """
+    file = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FixtureError([Problem(file, 1, "(file)", f"cannot read: {exc.strerror or exc}")]) from None
+    except UnicodeDecodeError as exc:
+        raise FixtureError([Problem(file, 1, "(file)", f"not UTF-8 text: {exc.reason}")]) from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        doc = yaml.load(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else 1
+        raise FixtureError([Problem(file, line, "(yaml)", str(exc.problem or exc))]) from None
+    except yaml.YAMLError as exc:
+        raise FixtureError([Problem(file, 1, "(yaml)", str(exc))]) from None
+    if node is None:
+        raise FixtureError([Problem(file, 1, "(document)", "the file is empty")])
+    lines: dict[PathKey, int] = {}
+    dupes: list[tuple[PathKey, int]] = []
+    _line_map(node, (), lines, dupes)
+    problems = [Problem(file, line, field_path(p), "duplicate key (YAML keeps only the last)") for p, line in dupes]
+    problems += _schema_problems(doc, lines, file)
+    if problems:
+        raise FixtureError(problems)
+    return _build(doc, lines, path)
+
+
+def _build(doc: dict[str, Any], lines: Mapping[PathKey, int], path: Path) -> list[Fixture]:
+    file = str(path)
+    problems: list[Problem] = []
+    config_data = dict(doc.get("config") or {})
+    generations = doc.get("generations") or [config_data.get("generation", Generation.LEADER_EPOCH.value)]
+    if "generations" in doc and "generation" in config_data:
+        problems.append(
+            Problem(
+                file,
+                _line_for(lines, ("config", "generation")),
+                "config.generation",
+                "give either config.generation or generations, not both",
+            )
+        )
+    configs: dict[str, Config] = {}
+    for gen in generations:
+        try:
+            configs[gen] = config_from_dict({**config_data, "generation": gen})
+        except ConfigError as exc:
+            key: PathKey = ("config", exc.field)
+            problems.append(Problem(file, _line_for(lines, key), field_path(key), exc.message))
+            break
+    replicas = next(iter(configs.values())).replicas if configs else ()
+    steps: list[FixtureStep] = []
+    for i, raw in enumerate(doc["steps"]):
+        try:
+            step = step_from_dict(raw["do"])
+        except StepFormatError as exc:
+            key = ("steps", i, "do", exc.field)
+            problems.append(Problem(file, _line_for(lines, key), field_path(key), exc.message))
+            continue
+        for name_field in ("replica", "to", "leader"):
+            name = raw["do"].get(name_field)
+            if name is not None and replicas and name not in replicas:
+                key = ("steps", i, "do", name_field)
+                problems.append(
+                    Problem(
+                        file,
+                        _line_for(lines, key),
+                        field_path(key),
+                        f"unknown replica {name!r} (config.replicas: {list(replicas)})",
+                    )
+                )
+        expect = raw.get("expect")
+        if expect and replicas:
+            for name in expect.get("replicas") or {}:
+                if name not in replicas:
+                    key = ("steps", i, "expect", "replicas", name)
+                    problems.append(
+                        Problem(
+                            file,
+                            _line_for(lines, key),
+                            field_path(key),
+                            f"unknown replica {name!r} (config.replicas: {list(replicas)})",
+                        )
+                    )
+        steps.append(
+            FixtureStep(
+                index=i,
+                step=step,
+                do=dict(raw["do"]),
+                expect=expect,
+                expect_rejected=raw.get("expect_rejected"),
+                why=raw.get("why"),
+                source=raw.get("source"),
+                line=_line_for(lines, ("steps", i)),
+            )
+        )
+    if problems:
+        raise FixtureError(problems)
+    multi = len(generations) > 1
+    return [
+        Fixture(
+            id=f"{doc['id']}/{gen}" if multi else doc["id"],
+            base_id=doc["id"],
+            title=doc["title"],
+            source=doc["source"],
+            description=doc.get("description", ""),
+            tags=tuple(doc.get("tags") or ()),
+            rules=tuple(doc.get("rules") or ()),
+            generation=Generation(gen),
+            config=configs[gen],
+            steps=tuple(steps),
+            path=file,
+            group=path.parent.name,
+        )
+        for gen in generations
+    ]
+
+
+def fixture_files(paths: Iterable[Path]) -> list[Path]:
+    """YAML files named by ``paths`` (files, or folders searched recursively), sorted."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            out += sorted(q for q in p.rglob("*") if q.suffix in (".yaml", ".yml") and q.is_file())
+        else:
+            out.append(p)
+    return out
+
+
+def load_fixtures(paths: Iterable[Path]) -> tuple[list[Fixture], list[Problem]]:
+    """Load every fixture under ``paths``; return the good ones and all problems.
+
+    Also reports a fixture id used by two files.
+    """
+    fixtures: list[Fixture] = []
+    problems: list[Problem] = []
+    seen: dict[str, str] = {}
+    for file in fixture_files(paths):
+        if not file.exists():
+            problems.append(Problem(str(file), 1, "(file)", "no such file or folder"))
+            continue
+        try:
+            loaded = load_fixture_file(file)
+        except FixtureError as exc:
+            problems += exc.problems
+            continue
+        base = loaded[0].base_id
+        if base in seen:
+            problems.append(Problem(str(file), 1, "id", f"id {base!r} is already used by {seen[base]}"))
+            continue
+        seen[base] = str(file)
+        fixtures += loaded
+    return fixtures, problems
