@@ -104,14 +104,14 @@ def _line_map(node: yaml.Node, path: PathKey, lines: dict[PathKey, int], dupes: 
         for key_node, value_node in node.value:
             key = key_node.value
             if key in seen:
-                dupes.append((path + (key,), key_node.start_mark.line + 1))
+                dupes.append(((*path, key), key_node.start_mark.line + 1))
             seen.add(key)
-            _line_map(value_node, path + (key,), lines, dupes)
+            _line_map(value_node, (*path, key), lines, dupes)
             # a field's line is its key's line (a nested value may start lower down)
-            lines[path + (key,)] = key_node.start_mark.line + 1
+            lines[(*path, key)] = key_node.start_mark.line + 1
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _line_map(item, path + (i,), lines, dupes)
+            _line_map(item, (*path, i), lines, dupes)
 
 
 def _line_for(lines: Mapping[PathKey, int], path: PathKey) -> int:
@@ -227,10 +227,8 @@ def _build(doc: dict[str, Any], lines: Mapping[PathKey, int], path: Path) -> lis
             key = ("steps", i, "do", exc.field)
             problems.append(Problem(file, _line_for(lines, key), field_path(key), exc.message))
             continue
-        for name_field in ("replica", "to", "leader"):
-            name = raw["do"].get(name_field)
-            if name is not None and replicas and name not in replicas:
-                key = ("steps", i, "do", name_field)
+        for key, name in _replica_names(i, raw):
+            if replicas and name not in replicas:
                 problems.append(
                     Problem(
                         file,
@@ -240,18 +238,6 @@ def _build(doc: dict[str, Any], lines: Mapping[PathKey, int], path: Path) -> lis
                     )
                 )
         expect = raw.get("expect")
-        if expect and replicas:
-            for name in expect.get("replicas") or {}:
-                if name not in replicas:
-                    key = ("steps", i, "expect", "replicas", name)
-                    problems.append(
-                        Problem(
-                            file,
-                            _line_for(lines, key),
-                            field_path(key),
-                            f"unknown replica {name!r} (config.replicas: {list(replicas)})",
-                        )
-                    )
         steps.append(
             FixtureStep(
                 index=i,
@@ -284,6 +270,23 @@ def _build(doc: dict[str, Any], lines: Mapping[PathKey, int], path: Path) -> lis
         )
         for gen in generations
     ]
+
+
+def _replica_names(i: int, raw: Mapping[str, Any]) -> Iterator[tuple[PathKey, str]]:
+    """Every replica id a step names, with its path: in ``do`` and in ``expect``."""
+    do = raw["do"]
+    for name_field in ("replica", "to", "leader"):
+        if do.get(name_field) is not None:
+            yield ("steps", i, "do", name_field), do[name_field]
+    for j, name in enumerate(do.get("notify") or ()):
+        yield ("steps", i, "do", "notify", j), name
+    expect = raw.get("expect") or {}
+    for j, name in enumerate(expect.get("isr") or ()):
+        yield ("steps", i, "expect", "isr", j), name
+    for name, fields_ in (expect.get("replicas") or {}).items():
+        yield ("steps", i, "expect", "replicas", name), name
+        for other in fields_.get("remote_leo") or {}:
+            yield ("steps", i, "expect", "replicas", name, "remote_leo", other), other
 
 
 def fixture_files(paths: Iterable[Path]) -> list[Path]:
