@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from .errors import StepRejected
 from .follower import become_follower
-from .leader import abort_parked_fetches, become_leader
+from .leader import abort_parked_fetches, become_leader, drop_unreachable_answers
 from .messages import LeaderAndIsr
 from .purgatory import fail_pending_produces
 from .state import Controller, Role, State
@@ -98,5 +98,7 @@ def apply_leader_and_isr(state: State, message: LeaderAndIsr) -> State:
         # Re-elected at a new epoch: parked fetches carry the old epoch (FENCED).
         state = abort_parked_fetches(state, replica.id, error="FENCED_LEADER_EPOCH")
     if message.leader == replica.id:
-        return become_leader(state, replica.id, message.epoch)
-    return become_follower(state, replica.id, message.leader, message.epoch)
+        state = become_leader(state, replica.id, message.epoch)
+    else:
+        state = become_follower(state, replica.id, message.leader, message.epoch)
+    return drop_unreachable_answers(state, replica.id)

@@ -12,7 +12,7 @@ from dataclasses import replace
 from . import epoch_cache, hw
 from .config import Generation
 from .errors import StepRejected
-from .leader import handle_epoch_request, handle_fetch
+from .leader import handle_epoch_request, handle_fetch, reachable
 from .messages import EpochResponse, FetchResponse
 from .replica_ops import set_hw, truncate
 from .state import FetchState, Replica, Role, State
@@ -78,27 +78,12 @@ def _take_fetch_response(state: State, replica_id: str) -> tuple[State, FetchRes
     raise StepRejected("FETCH-DELIVER-PRE-1", f"deliver_fetch: no fetch response is in flight to {replica_id}")
 
 
-def _is_stale(state: State, follower: Replica, request_epoch: int, src: str) -> bool:
-    return (
-        not follower.online
-        or follower.role is not Role.FOLLOWER
-        or follower.leader != src
-        or follower.leader_epoch != request_epoch
-    )
-
-
 def deliver_fetch(state: State, replica_id: str) -> State:
     """The follower processes the fetch response in flight to it."""
     state, response = _take_fetch_response(state, replica_id)
     follower = state.replica(replica_id)
-    if (
-        _is_stale(state, follower, response.request_epoch, response.src)
-        or follower.fetch_state is not FetchState.FETCHING
-        or response.fetch_offset != follower.leo
-    ):
-        # FOLLOWER-FETCH-1: the fetcher moved on (new epoch, new leader, truncation):
-        # the response no longer matches its fetch state and is dropped.
-        return state.fire("FOLLOWER-FETCH-1")
+    if not reachable(state, replica_id, response.incarnation, response.src, response.request_epoch):
+        return state.fire("MSG-DROP-1")
 
     if response.diverging_epoch is not None:
         # FOLLOWER-DIVERGE-1: truncate from the diverging epoch, as from an epoch answer.
@@ -176,11 +161,10 @@ def deliver_epoch(state: State, replica_id: str) -> State:
         raise StepRejected("EPOCH-DELIVER-PRE-1", f"deliver_epoch: no epoch response is in flight to {replica_id}")
     state = replace(state, epoch_responses=tuple(r for r in state.epoch_responses if r is not response))
     follower = state.replica(replica_id)
-    if _is_stale(state, follower, response.request_epoch, response.src) or (
-        follower.fetch_state is not FetchState.TRUNCATING
-    ):
-        return state.fire("EPOCH-FOLLOWER-1")
+    if not reachable(state, replica_id, response.incarnation, response.src, response.request_epoch):
+        return state.fire("MSG-DROP-1")
     if response.error is not None:
+        # EPOCH-FOLLOWER-1: fenced or unknown epoch, not leader: stay truncating, retry.
         return state.fire("EPOCH-FOLLOWER-1")
     plan = offset_truncation(response.epoch, response.end_offset, follower.epoch_cache, follower.leo, follower.hw)
     state = truncate(state.fire("EPOCH-FOLLOWER-2"), replica_id, plan.offset, rule=plan.rule)

@@ -178,15 +178,42 @@ def _update_follower_progress(state: State, leader_id: str, follower_id: str, fe
     return state.fire(rule) if rule else state
 
 
-def _reachable(state: State, replica_id: str, incarnation: int) -> bool:
-    """MSG-DROP-1: an answer reaches only the live incarnation that asked."""
-    replica = state.replica(replica_id)
-    return replica.online and replica.incarnation == incarnation
+def reachable(state: State, dst: str, incarnation: int, src: str, request_epoch: int) -> bool:
+    """MSG-DROP-1: an answer reaches only the fetcher session that asked: the same live
+    incarnation of the broker, still following ``src`` in ``request_epoch``. (A broker
+    that restarts has new connections; one that changes leader or epoch replaces its
+    fetcher, and the old one's answers go nowhere.)"""
+    replica = state.replica(dst)
+    return (
+        replica.online
+        and replica.incarnation == incarnation
+        and replica.role is Role.FOLLOWER
+        and replica.leader == src
+        and replica.leader_epoch == request_epoch
+    )
+
+
+def drop_unreachable_answers(state: State, replica_id: str) -> State:
+    """MSG-DROP-1: after a broker's role, leader or epoch changed, answers in flight to
+    its old fetcher session are discarded."""
+    keep_fetch = tuple(
+        r
+        for r in state.fetch_responses
+        if r.dst != replica_id or reachable(state, r.dst, r.incarnation, r.src, r.request_epoch)
+    )
+    keep_epoch = tuple(
+        r
+        for r in state.epoch_responses
+        if r.dst != replica_id or reachable(state, r.dst, r.incarnation, r.src, r.request_epoch)
+    )
+    if len(keep_fetch) == len(state.fetch_responses) and len(keep_epoch) == len(state.epoch_responses):
+        return state
+    return replace(state, fetch_responses=keep_fetch, epoch_responses=keep_epoch).fire("MSG-DROP-1")
 
 
 def _respond(state: State, response: FetchResponse) -> State:
-    """Put a fetch response in flight, unless its requester is gone (MSG-DROP-1)."""
-    if not _reachable(state, response.dst, response.incarnation):
+    """Put a fetch response in flight, unless its fetcher session is gone (MSG-DROP-1)."""
+    if not reachable(state, response.dst, response.incarnation, response.src, response.request_epoch):
         return state.fire("MSG-DROP-1")
     return replace(state, fetch_responses=(*state.fetch_responses, response))
 
@@ -360,7 +387,7 @@ def handle_epoch_request(
         end_offset=end,
         incarnation=incarnation,
     )
-    if not _reachable(state, follower_id, incarnation):
+    if not reachable(state, follower_id, incarnation, leader_id, request_epoch):
         return state.fire("MSG-DROP-1")
     return replace(state, epoch_responses=(*state.epoch_responses, response))
 
