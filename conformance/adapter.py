@@ -1,0 +1,114 @@
+"""The adapter interface: how kconform drives an implementation.
+
+An implementation is reached through one small seam, whatever language it is in:
+``describe`` (who it is and what it can do), ``reset`` (a fresh partition from a
+fixture's config), ``step`` (apply one step, return the observation or say the step was
+rejected) and ``close``. Everything crosses the seam as plain JSON-ready data, so the
+in-process adapter and the stdio adapter (``stdio.py``) behave the same to the runner.
+
+The lifecycle and what each phase may raise (as Bowtie's harness does):
+
+- ``describe`` / ``reset`` / ``step`` raise ``AdapterError`` when the implementation
+  cannot answer (it crashed, hung, or said something that is not a valid message). The
+  runner records the fixture as ``errored`` with that reason and calls ``restart``.
+- A step the implementation *refuses* is not an error: ``step`` returns a
+  ``StepResult`` with ``rejected`` set.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+PROTOCOL_VERSION = 1
+
+
+class AdapterError(Exception):
+    """The implementation failed to answer properly. ``detail`` carries diagnostics
+    (captured stderr, the last exchange) for the report."""
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class Description:
+    """What an implementation says about itself in the handshake."""
+
+    name: str
+    version: str
+    generations: tuple[str, ...]
+    steps: tuple[str, ...]
+    """Step kinds it can perform (``produce``, ``fetch``, ...)."""
+    fields: tuple[str, ...]
+    """Top-level observation fields it reports (``leader``, ``isr``, ``replicas``, ...)."""
+    replica_fields: tuple[str, ...]
+    """Per-replica fields it reports (``leo``, ``hw``, ...)."""
+    language: str = ""
+    homepage: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "language": self.language,
+            "homepage": self.homepage,
+            "generations": list(self.generations),
+            "capabilities": {
+                "steps": list(self.steps),
+                "fields": list(self.fields),
+                "replica_fields": list(self.replica_fields),
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Description:
+        caps = data.get("capabilities") or {}
+        return cls(
+            name=str(data["name"]),
+            version=str(data.get("version", "")),
+            language=str(data.get("language", "")),
+            homepage=str(data.get("homepage", "")),
+            generations=tuple(data.get("generations") or ()),
+            steps=tuple(caps.get("steps") or ()),
+            fields=tuple(caps.get("fields") or ()),
+            replica_fields=tuple(caps.get("replica_fields") or ()),
+        )
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """The answer to one step: an observation, or a rejection with its reason."""
+
+    observation: dict[str, Any] | None = None
+    rejected: str | None = None
+    """Why the step was refused (its precondition does not hold)."""
+    rule: str | None = None
+    """The spec rule of the refusing guard, if the implementation knows it."""
+    fired: tuple[str, ...] = field(default=())
+    """Spec rules the step fired, if the implementation reports them (the reference does)."""
+
+
+class Adapter(ABC):
+    """One running implementation. Not thread-safe; one fixture at a time."""
+
+    @abstractmethod
+    def describe(self) -> Description: ...
+
+    @abstractmethod
+    def reset(self, config: dict[str, Any]) -> None:
+        """Start a fresh partition with this config (plain data, a fixture's ``config``
+        with ``generation`` filled in)."""
+
+    @abstractmethod
+    def step(self, step: dict[str, Any]) -> StepResult:
+        """Apply one step (plain data, a fixture's ``do``)."""
+
+    def restart(self) -> None:  # noqa: B027 - optional hook, no-op by default
+        """Recover after an ``AdapterError`` so the next fixture can run."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook, no-op by default
+        """Release the implementation (end a process, free memory)."""

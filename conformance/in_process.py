@@ -1,0 +1,122 @@
+"""In-process adapters: a Python implementation driven through the ``Adapter`` seam.
+
+``ReferenceAdapter`` wraps ``reference_impl``; ``FunctionAdapter`` turns three plain
+functions (initial state, apply, observe) into an adapter, which is all a Python
+implementation needs to be checked (see docs/adapters.md). Both still speak plain data,
+so they meet the runner exactly as a stdio implementation does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import reference_impl
+from reference_impl import (
+    OBSERVATION_FIELDS,
+    REPLICA_FIELDS,
+    STEP_TYPES,
+    ConfigError,
+    Generation,
+    StepFormatError,
+    StepRejected,
+    config_from_dict,
+    initial_state,
+    observe,
+    step_from_dict,
+)
+
+from .adapter import Adapter, AdapterError, Description, StepResult
+
+ALL_GENERATIONS = tuple(g.value for g in Generation)
+
+
+class ReferenceAdapter(Adapter):
+    """The reference implementation, optionally pinned to one generation."""
+
+    def __init__(self, generation: str | None = None, name: str | None = None) -> None:
+        if generation is not None and generation not in ALL_GENERATIONS:
+            raise ValueError(f"unknown generation {generation!r}")
+        self.generation = generation
+        self.name = name or ("reference" if generation is None else f"reference-{generation}")
+        self._state: reference_impl.State | None = None
+
+    def describe(self) -> Description:
+        return Description(
+            name=self.name,
+            version=reference_impl.__version__,
+            language="python",
+            generations=(self.generation,) if self.generation else ALL_GENERATIONS,
+            steps=tuple(STEP_TYPES),
+            fields=OBSERVATION_FIELDS,
+            replica_fields=REPLICA_FIELDS,
+        )
+
+    def reset(self, config: dict[str, Any]) -> None:
+        try:
+            self._state = initial_state(config_from_dict(config))
+        except ConfigError as exc:
+            raise AdapterError(f"config rejected: {exc}") from None
+
+    def step(self, step: dict[str, Any]) -> StepResult:
+        if self._state is None:
+            raise AdapterError("step before reset")
+        try:
+            parsed = step_from_dict(step)
+        except StepFormatError as exc:
+            raise AdapterError(f"malformed step: {exc}") from None
+        try:
+            self._state = reference_impl.apply(self._state, parsed)
+        except StepRejected as exc:
+            return StepResult(rejected=exc.reason, rule=exc.rule)
+        # Round-trip through JSON so the runner sees exactly what a wire adapter sends.
+        observation = json.loads(json.dumps(observe(self._state)))
+        return StepResult(observation=observation, fired=self._state.fired)
+
+    @property
+    def state(self) -> reference_impl.State | None:
+        return self._state
+
+
+class FunctionAdapter(Adapter):
+    """An adapter from three functions over your own state type.
+
+    ``init(config: dict) -> S``, ``apply(state: S, step: dict) -> S`` and
+    ``observe(state: S) -> dict``. ``apply`` signals a refused step by raising
+    ``StepRefused`` (or any exception listed in ``refusals``).
+    """
+
+    def __init__(
+        self,
+        description: Description,
+        init: Callable[[dict[str, Any]], Any],
+        apply: Callable[[Any, dict[str, Any]], Any],
+        observe: Callable[[Any], dict[str, Any]],
+        refusals: tuple[type[BaseException], ...] = (),
+    ) -> None:
+        self._description = description
+        self._init, self._apply, self._observe = init, apply, observe
+        self._refusals = (StepRefused, *refusals)
+        self._state: Any = None
+
+    def describe(self) -> Description:
+        return self._description
+
+    def reset(self, config: dict[str, Any]) -> None:
+        self._state = self._init(config)
+
+    def step(self, step: dict[str, Any]) -> StepResult:
+        try:
+            self._state = self._apply(self._state, step)
+        except self._refusals as exc:
+            return StepResult(rejected=str(exc) or type(exc).__name__, rule=getattr(exc, "rule", None))
+        return StepResult(observation=self._observe(self._state))
+
+
+class StepRefused(Exception):
+    """Raise from a ``FunctionAdapter``'s ``apply`` to refuse a step."""
+
+    def __init__(self, reason: str, rule: str | None = None) -> None:
+        super().__init__(reason)
+        self.rule = rule

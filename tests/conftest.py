@@ -1,0 +1,11 @@
+"""pytest configuration: fast by default; hypothesis profiles for CI and local runs."""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("default", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("thorough", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("KCONFORM_HYPOTHESIS_PROFILE", "default"))

@@ -1,0 +1,30 @@
+"""Shared test helpers: the bundled fixtures loaded once, and a step-by-step driver."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.fixtures import Fixture, Problem, load_fixtures
+from conformance.paths import FIXTURES_DIR
+from reference_impl import Config, State, apply, initial_state, step_from_dict
+
+_LOADED: tuple[list[Fixture], list[Problem]] | None = None
+
+
+def bundled() -> tuple[list[Fixture], list[Problem]]:
+    global _LOADED
+    if _LOADED is None:
+        _LOADED = load_fixtures([FIXTURES_DIR])
+    return _LOADED
+
+
+def bundled_fixtures() -> list[Fixture]:
+    return bundled()[0]
+
+
+def run_steps(config: Config, *steps: dict[str, Any]) -> State:
+    """Apply plain-data steps (as in fixtures) from the initial state."""
+    state = initial_state(config)
+    for step in steps:
+        state = apply(state, step_from_dict(step))
+    return state
