@@ -62,7 +62,7 @@ def maybe_increment_hw(state: State, leader_id: str) -> State:
     new_hw = hw.leader_hw(leader.hw, counted_leos(state, leader))
     if new_hw == leader.hw:
         return state
-    state = set_hw(state, leader_id, new_hw).fire("HW-LEADER-1")
+    state = set_hw(state, leader_id, new_hw).fire("HW-LEADER-1", "HW-LEADER-2")
     return maybe_complete_produces(state, leader_id)
 
 
@@ -255,6 +255,7 @@ def handle_fetch(
         # epoch with the leader's cache; a divergence is answered instead of records,
         # and the follower's fetch state is left alone.
         epoch, end = epoch_cache.end_offset_for(leader.epoch_cache, last_fetched_epoch, leader.leo)
+        state = state.fire("FETCH-LEADER-2")
         if epoch < last_fetched_epoch or end < fetch_offset:
             response = FetchResponse(
                 dst=follower_id,
@@ -266,7 +267,7 @@ def handle_fetch(
                 diverging_epoch=(epoch, end),
                 incarnation=incarnation,
             )
-            return _respond(state.fire("FETCH-LEADER-2"), response)
+            return _respond(state, response)
 
     if fetch_offset > leader.leo:
         # FETCH-LEADER-4: the follower asks beyond the leader's log.

@@ -19,8 +19,9 @@ def set_hw(state: State, replica_id: str, new_hw: int) -> State:
     replica = state.replica(replica_id)
     if new_hw == replica.hw:
         return state
-    checkpoint = new_hw if state.config.replica_high_watermark_checkpoint_interval_ms == 0 else replica.checkpoint_hw
-    return state.with_replica(replace(replica, hw=new_hw, checkpoint_hw=checkpoint))
+    if state.config.replica_high_watermark_checkpoint_interval_ms == 0:
+        return state.with_replica(replace(replica, hw=new_hw, checkpoint_hw=new_hw)).fire("CKPT-1")
+    return state.with_replica(replace(replica, hw=new_hw))
 
 
 def truncate(state: State, replica_id: str, offset: int, *, rule: str) -> State:
@@ -31,13 +32,10 @@ def truncate(state: State, replica_id: str, offset: int, *, rule: str) -> State:
     if offset >= replica.leo:
         return state
     new_log = logmod.truncate_to(replica.log, offset)
-    state = state.with_replica(
-        replace(
-            replica,
-            log=new_log,
-            epoch_cache=epoch_cache.truncate_from_end(replica.epoch_cache, len(new_log)),
-        )
-    ).fire("TRUNC-1")
+    new_cache = epoch_cache.truncate_from_end(replica.epoch_cache, len(new_log))
+    state = state.with_replica(replace(replica, log=new_log, epoch_cache=new_cache)).fire("TRUNC-1")
+    if new_cache != replica.epoch_cache:
+        state = state.fire("EPOCH-CACHE-2")
     if replica.hw > len(new_log):
         state = set_hw(state, replica_id, len(new_log))
     return state
