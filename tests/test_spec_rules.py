@@ -68,10 +68,16 @@ def fired_by_fixtures() -> set[str]:
 
 
 def test_fixture_rules_fire_in_their_fixture() -> None:
-    """A fixture that says it pins a rule really makes the reference fire it."""
+    """A fixture file that says it pins a rule really makes the reference fire it (under
+    at least one of its generations)."""
+    fired: dict[str, set[str]] = {}
+    listed: dict[str, set[str]] = {}
     for fixture in bundled_fixtures():
-        missing = set(fixture.rules) - set(reference_rules(fixture))
-        assert not missing, f"{fixture.id} lists rules it never fires: {sorted(missing)}"
+        fired.setdefault(fixture.base_id, set()).update(reference_rules(fixture))
+        listed[fixture.base_id] = set(fixture.rules)
+    for base_id, rules in listed.items():
+        missing = rules - fired[base_id]
+        assert not missing, f"{base_id} lists rules it never fires: {sorted(missing)}"
 
 
 def test_every_rule_is_exercised(fired_by_fixtures: set[str]) -> None:
