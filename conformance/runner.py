@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from reference_impl import initial_state
 from reference_impl import apply as reference_apply
+from reference_impl import initial_state
 
 from .adapter import Adapter, AdapterError, Description
 from .compare import MISSING, first_divergence
@@ -188,9 +188,7 @@ def run_fixture(adapter: Adapter, description: Description, fixture: Fixture, im
     return finish("passed")
 
 
-def _divergence(
-    index: int, line: int, path: str, expected: Any, actual: Any, why: str | None = None
-) -> dict[str, Any]:
+def _divergence(index: int, line: int, path: str, expected: Any, actual: Any, why: str | None = None) -> dict[str, Any]:
     return {"step": index, "line": line, "field": path, "expected": expected, "actual": actual, "why": why or ""}
 
 

@@ -4,13 +4,12 @@ the issue asks: every seed scenario, the loss and divergence stories per generat
 from __future__ import annotations
 
 import pytest
+from helpers import bundled_fixtures
 
 from conformance.fixtures import Fixture
 from conformance.in_process import ReferenceAdapter
 from conformance.runner import run_fixture
 from reference_impl import Generation, apply, check, initial_state
-
-from helpers import bundled_fixtures
 
 FIXTURES = bundled_fixtures()
 
@@ -103,7 +102,9 @@ def test_seed_002_tables_value_for_value() -> None:
     ]
     for source, values in tables:
         # the last step citing the table holds its final values (the follower rows come last)
-        step = [s for s in fixture.steps if s.source and s.source.startswith(source) and "replicas" in (s.expect or {})][-1]
+        step = [
+            s for s in fixture.steps if s.source and s.source.startswith(source) and "replicas" in (s.expect or {})
+        ][-1]
         replicas = step.expect["replicas"]  # type: ignore[index]
         for name, fields in values.items():
             for key, value in fields.items():

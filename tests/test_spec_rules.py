@@ -16,7 +16,9 @@ from helpers import bundled_fixtures
 from conformance.paths import HOME
 from conformance.runner import reference_rules
 
-RULE = re.compile(r"\b(?:HW|PRODUCE|FETCH|FOLLOWER|EPOCH|TRUNC|ISR|CTRL|LAI|CRASH|RESTART|CKPT|TICK|STEP|CONSUME|MSG)(?:-[A-Z]+)*-\d+\b")
+RULE = re.compile(
+    r"\b(?:HW|PRODUCE|FETCH|FOLLOWER|EPOCH|TRUNC|ISR|CTRL|LAI|CRASH|RESTART|CKPT|TICK|STEP|CONSUME|MSG)(?:-[A-Z]+)*-\d+\b"
+)
 SPEC = (HOME / "spec" / "replication.md").read_text(encoding="utf-8")
 DEFINED = set(re.findall(r"^- \*\*([A-Z][A-Z-]*-\d+)\*\*", SPEC, flags=re.M))
 CODE = {
