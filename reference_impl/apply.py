@@ -8,7 +8,6 @@ action for the step's type, run it. A step whose precondition fails raises
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from typing import Any
 
 from . import broker, clock, consumer, controller, follower, producer
@@ -30,6 +29,7 @@ from .steps import (
     Step,
     Tick,
 )
+from .values import evolve
 
 
 def _fetch_round(state: State, step: FetchRound) -> State:
@@ -78,7 +78,7 @@ def apply(state: State, step: Step) -> State:
     replica = getattr(step, "replica", None)
     if replica is not None:
         _check_replica(state, replica, step.kind)
-    return action(replace(state, fired=()), step)
+    return action(evolve(state, fired=()), step)
 
 
 def run(state: State, steps: Iterable[Step]) -> State:

@@ -8,14 +8,13 @@ who leads (LeaderAndIsr on startup).
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from .errors import StepRejected
 from .follower import become_follower
 from .leader import abort_parked_fetches
 from .purgatory import fail_pending_produces
 from .replica_ops import truncate
 from .state import FetchState, Role, State
+from .values import evolve
 
 
 def crash(state: State, replica_id: str, unflushed_from: int | None = None) -> State:
@@ -28,7 +27,7 @@ def crash(state: State, replica_id: str, unflushed_from: int | None = None) -> S
         raise StepRejected("CRASH-PRE-1", f"crash: replica {replica_id} is already offline")
     state = abort_parked_fetches(state, replica_id, error=None)
     state = fail_pending_produces(state, replica_id, "NETWORK_EXCEPTION", "PRODUCE-6")
-    state = replace(
+    state = evolve(
         state,
         # Its own parked fetches at other leaders stay parked there: that leader does
         # not know; their responses are dropped on arrival (MSG-DROP-1).
@@ -37,7 +36,7 @@ def crash(state: State, replica_id: str, unflushed_from: int | None = None) -> S
         leader_and_isr=tuple(m for m in state.leader_and_isr if m.dst != replica_id),
     )
     state = state.with_replica(
-        replace(replica, online=False, role=Role.NONE, progress=(), fetch_state=FetchState.FETCHING)
+        evolve(replica, online=False, role=Role.NONE, progress=(), fetch_state=FetchState.FETCHING)
     ).fire("CRASH-1")
     if unflushed_from is not None:
         if unflushed_from > replica.leo:
@@ -46,7 +45,7 @@ def crash(state: State, replica_id: str, unflushed_from: int | None = None) -> S
             )
         state = truncate(state, replica_id, unflushed_from, rule="CRASH-2")
         if unflushed_from < replica.leo:
-            state = replace(state, power_failures=state.power_failures + 1)
+            state = evolve(state, power_failures=state.power_failures + 1)
         # The HW checkpoint may now point past the log; restart clamps it (RESTART-1).
     return state
 
@@ -68,7 +67,7 @@ def restart(state: State, replica_id: str) -> State:
         )
     restored_hw = min(replica.checkpoint_hw, replica.leo)
     state = state.with_replica(
-        replace(
+        evolve(
             replica,
             online=True,
             hw=restored_hw,

@@ -17,11 +17,10 @@ without changing its outcome.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from .leader import complete_parked_fetch, is_current_leader, maybe_shrink_isr
 from .purgatory import expire_produce
 from .state import State
+from .values import evolve
 
 
 def _isr_check_period(state: State) -> int:
@@ -69,7 +68,7 @@ def _checkpoint_runs(state: State, after: int, before: int, inclusive: bool) -> 
         k = (limit - replica.started_ms) // interval
         last_run = replica.started_ms + k * interval
         if last_run > after and replica.checkpoint_hw != replica.hw:
-            state = state.with_replica(replace(replica, checkpoint_hw=replica.hw)).fire("CKPT-2")
+            state = state.with_replica(evolve(replica, checkpoint_hw=replica.hw)).fire("CKPT-2")
     return state
 
 
@@ -86,10 +85,10 @@ def tick(state: State, ms: int) -> State:
             candidates.append(isr_run)
         if not candidates:
             state = _checkpoint_runs(state, cursor, end, inclusive=True)
-            return replace(state, clock_ms=end)
+            return evolve(state, clock_ms=end)
         t = max(min(candidates), cursor)
         state = _checkpoint_runs(state, cursor, t, inclusive=False)
-        state = replace(state, clock_ms=t)
+        state = evolve(state, clock_ms=t)
         for parked in [p for p in state.parked_fetches if p.deadline_ms <= t]:
             state = complete_parked_fetch(state, parked, "FETCH-PARK-3")
         for pending in [p for p in state.pending_produces if p.deadline_ms <= t]:

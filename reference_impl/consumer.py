@@ -7,11 +7,10 @@ replicated (000); Kafka serves ``[fetch offset, HW)`` to consumers
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from .purgatory import commit
 from .state import ConsumeOutcome, Role, State
 from .steps import Consume
+from .values import evolve
 
 
 def consume(state: State, step: Consume) -> State:
@@ -22,7 +21,7 @@ def consume(state: State, step: Consume) -> State:
 
     def error(name: str) -> State:
         outcome = ConsumeOutcome(replica=leader_id, offset=offset, records=(), hw=None, error=name)
-        return replace(state, consumed=outcome).fire("CONSUME-2")
+        return evolve(state, consumed=outcome).fire("CONSUME-2")
 
     if leader_id is None:
         return error("LEADER_NOT_AVAILABLE")
@@ -35,5 +34,5 @@ def consume(state: State, step: Consume) -> State:
         return error("OFFSET_OUT_OF_RANGE")
     records = tuple((o, leader.log[o].value, leader.log[o].epoch) for o in range(offset, leader.hw))
     outcome = ConsumeOutcome(replica=leader_id, offset=offset, records=records, hw=leader.hw, error=None)
-    state = replace(state, consumed=outcome).fire("CONSUME-1")
+    state = evolve(state, consumed=outcome).fire("CONSUME-1")
     return commit(state, records)

@@ -7,8 +7,6 @@ decision through a LeaderAndIsr message that may stay in flight.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from .errors import StepRejected
 from .follower import become_follower
 from .leader import abort_parked_fetches, become_leader, drop_unreachable_answers
@@ -16,6 +14,7 @@ from .messages import LeaderAndIsr
 from .purgatory import fail_pending_produces
 from .state import Controller, Role, State
 from .steps import Elect
+from .values import evolve
 
 
 def elect(state: State, step: Elect) -> State:
@@ -49,16 +48,14 @@ def elect(state: State, step: Elect) -> State:
         elif state.config.unclean_leader_election and online:
             # CTRL-ELECT-2: unclean: first live replica; the ISR is the leader alone.
             new_leader, new_isr, rule = online[0], (online[0],), "CTRL-ELECT-2"
-            state = replace(state, unclean_elections=state.unclean_elections + 1)
+            state = evolve(state, unclean_elections=state.unclean_elections + 1)
         else:
             # CTRL-ELECT-3: nobody may lead: the partition is offline, epoch unchanged.
-            return replace(state, controller=replace(ctrl, leader=None)).fire("CTRL-ELECT-3")
+            return evolve(state, controller=evolve(ctrl, leader=None)).fire("CTRL-ELECT-3")
 
     # CTRL-ELECT-5: epoch + 1, and LeaderAndIsr to every live broker.
     epoch = ctrl.epoch + 1
-    state = replace(state, controller=Controller(leader=new_leader, epoch=epoch, isr=new_isr)).fire(
-        rule, "CTRL-ELECT-5"
-    )
+    state = evolve(state, controller=Controller(leader=new_leader, epoch=epoch, isr=new_isr)).fire(rule, "CTRL-ELECT-5")
     notify = online if step.notify is None else list(step.notify)
     for name in notify:
         if name not in state.config.replicas:
@@ -68,7 +65,7 @@ def elect(state: State, step: Elect) -> State:
         if name in notify:
             state = apply_leader_and_isr(state, message)
         else:
-            state = replace(state, leader_and_isr=(*state.leader_and_isr, message))
+            state = evolve(state, leader_and_isr=(*state.leader_and_isr, message))
     return state
 
 
@@ -77,7 +74,7 @@ def deliver_leader_and_isr(state: State, replica_id: str) -> State:
     message = next((m for m in state.leader_and_isr if m.dst == replica_id), None)
     if message is None:
         raise StepRejected("LAI-PRE-1", f"deliver_leader_and_isr: none is in flight to {replica_id}")
-    state = replace(state, leader_and_isr=tuple(m for m in state.leader_and_isr if m is not message))
+    state = evolve(state, leader_and_isr=tuple(m for m in state.leader_and_isr if m is not message))
     return apply_leader_and_isr(state, message)
 
 

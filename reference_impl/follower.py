@@ -7,8 +7,6 @@ epoch (TRUNC-EPOCH-*) in ``deliver_epoch`` and on a diverging-epoch fetch respon
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from . import epoch_cache, hw
 from .config import Generation
 from .errors import StepRejected
@@ -17,6 +15,7 @@ from .messages import EpochResponse, FetchResponse
 from .replica_ops import set_hw, truncate
 from .state import FetchState, Replica, Role, State
 from .truncation import offset_truncation
+from .values import evolve
 
 
 def has_outstanding_fetch(state: State, replica_id: str) -> bool:
@@ -74,7 +73,7 @@ def _take_fetch_response(state: State, replica_id: str) -> tuple[State, FetchRes
     for response in state.fetch_responses:
         if response.dst == replica_id:
             rest = tuple(r for r in state.fetch_responses if r is not response)
-            return replace(state, fetch_responses=rest), response
+            return evolve(state, fetch_responses=rest), response
     raise StepRejected("FETCH-DELIVER-PRE-1", f"deliver_fetch: no fetch response is in flight to {replica_id}")
 
 
@@ -103,7 +102,7 @@ def deliver_fetch(state: State, replica_id: str) -> State:
     if state.config.generation.uses_epochs:
         for offset, record in enumerate(response.records, start=follower.leo):
             cache = epoch_cache.assign(cache, record.epoch, offset)
-    follower = replace(follower, log=follower.log + response.records, epoch_cache=cache)
+    follower = evolve(follower, log=follower.log + response.records, epoch_cache=cache)
     state = state.with_replica(follower).fire("FOLLOWER-FETCH-2")
     new_hw = hw.follower_hw(response.hw, follower.leo)
     return set_hw(state, replica_id, new_hw).fire("HW-FOLLOWER-1")
@@ -159,7 +158,7 @@ def deliver_epoch(state: State, replica_id: str) -> State:
     response: EpochResponse | None = next((r for r in state.epoch_responses if r.dst == replica_id), None)
     if response is None:
         raise StepRejected("EPOCH-DELIVER-PRE-1", f"deliver_epoch: no epoch response is in flight to {replica_id}")
-    state = replace(state, epoch_responses=tuple(r for r in state.epoch_responses if r is not response))
+    state = evolve(state, epoch_responses=tuple(r for r in state.epoch_responses if r is not response))
     follower = state.replica(replica_id)
     if not reachable(state, replica_id, response.incarnation, response.src, response.request_epoch):
         return state.fire("MSG-DROP-1")
@@ -169,7 +168,7 @@ def deliver_epoch(state: State, replica_id: str) -> State:
     plan = offset_truncation(response.epoch, response.end_offset, follower.epoch_cache, follower.leo, follower.hw)
     state = truncate(state.fire("EPOCH-FOLLOWER-2"), replica_id, plan.offset, rule=plan.rule)
     if plan.completed:
-        state = state.with_replica(replace(state.replica(replica_id), fetch_state=FetchState.FETCHING))
+        state = state.with_replica(evolve(state.replica(replica_id), fetch_state=FetchState.FETCHING))
     return state
 
 
@@ -188,7 +187,7 @@ def become_follower(state: State, replica_id: str, leader_id: str, epoch: int) -
     gen = state.config.generation
     fetch_state = FetchState.TRUNCATING if gen is Generation.LEADER_EPOCH else FetchState.FETCHING
     state = state.with_replica(
-        replace(
+        evolve(
             replica,
             role=Role.FOLLOWER,
             leader=leader_id,

@@ -7,8 +7,6 @@ then new values, then one ``replace``. Rule ids in comments and ``fire`` calls m
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from . import epoch_cache, hw
 from . import log as logmod
 from .config import Generation
@@ -16,6 +14,7 @@ from .messages import EpochResponse, FetchResponse, ParkedFetch
 from .purgatory import maybe_complete_produces
 from .replica_ops import set_hw
 from .state import FollowerProgress, Replica, Role, State
+from .values import evolve
 
 
 def is_current_leader(state: State, replica: Replica) -> bool:
@@ -89,7 +88,7 @@ def maybe_expand_isr(state: State, leader_id: str, follower_id: str) -> State:
             return state
         rules.append("ISR-EXPAND-2")
     new_isr = tuple(r for r in state.config.replicas if r in state.controller.isr or r == follower_id)
-    return replace(state, controller=replace(state.controller, isr=new_isr)).fire(*rules)
+    return evolve(state, controller=evolve(state.controller, isr=new_isr)).fire(*rules)
 
 
 def out_of_sync_followers(state: State, leader: Replica) -> list[str]:
@@ -120,7 +119,7 @@ def maybe_shrink_isr(state: State, leader_id: str) -> State:
         return state
     rule = "ISR-SHRINK-2" if state.config.generation.uses_epochs else "ISR-SHRINK-1"
     new_isr = tuple(r for r in state.controller.isr if r not in lagging)
-    state = replace(state, controller=replace(state.controller, isr=new_isr)).fire(rule)
+    state = evolve(state, controller=evolve(state.controller, isr=new_isr)).fire(rule)
     return maybe_increment_hw(state, leader_id)
 
 
@@ -174,7 +173,7 @@ def _update_follower_progress(state: State, leader_id: str, follower_id: str, fe
         last_fetch_ms=now,
     )
     progress = tuple(new if p.replica == follower_id else p for p in leader.progress)
-    state = state.with_replica(replace(leader, progress=progress)).fire("FETCH-LEADER-5")
+    state = state.with_replica(evolve(leader, progress=progress)).fire("FETCH-LEADER-5")
     return state.fire(rule) if rule else state
 
 
@@ -208,14 +207,14 @@ def drop_unreachable_answers(state: State, replica_id: str) -> State:
     )
     if len(keep_fetch) == len(state.fetch_responses) and len(keep_epoch) == len(state.epoch_responses):
         return state
-    return replace(state, fetch_responses=keep_fetch, epoch_responses=keep_epoch).fire("MSG-DROP-1")
+    return evolve(state, fetch_responses=keep_fetch, epoch_responses=keep_epoch).fire("MSG-DROP-1")
 
 
 def _respond(state: State, response: FetchResponse) -> State:
     """Put a fetch response in flight, unless its fetcher session is gone (MSG-DROP-1)."""
     if not reachable(state, response.dst, response.incarnation, response.src, response.request_epoch):
         return state.fire("MSG-DROP-1")
-    return replace(state, fetch_responses=(*state.fetch_responses, response))
+    return evolve(state, fetch_responses=(*state.fetch_responses, response))
 
 
 def handle_fetch(
@@ -292,7 +291,7 @@ def handle_fetch(
             deadline_ms=state.clock_ms + state.config.replica_fetch_wait_max_ms,
             incarnation=incarnation,
         )
-        return replace(state, parked_fetches=(*state.parked_fetches, parked)).fire("FETCH-PARK-1")
+        return evolve(state, parked_fetches=(*state.parked_fetches, parked)).fire("FETCH-PARK-1")
 
     response = FetchResponse(
         dst=follower_id,
@@ -309,7 +308,7 @@ def handle_fetch(
 def complete_parked_fetch(state: State, parked: ParkedFetch, rule: str) -> State:
     """FETCH-PARK-2/3: a parked fetch completes; it reads the log and the HW *now*
     (``DelayedFetch.onComplete`` re-reads) without updating the follower's progress again."""
-    state = replace(state, parked_fetches=tuple(p for p in state.parked_fetches if p != parked))
+    state = evolve(state, parked_fetches=tuple(p for p in state.parked_fetches if p != parked))
     leader = state.replica(parked.leader)
     response = FetchResponse(
         dst=parked.follower,
@@ -338,7 +337,7 @@ def abort_parked_fetches(state: State, leader_id: str, *, error: str | None) -> 
     mine = [p for p in state.parked_fetches if p.leader == leader_id]
     if not mine:
         return state
-    state = replace(state, parked_fetches=tuple(p for p in state.parked_fetches if p.leader != leader_id))
+    state = evolve(state, parked_fetches=tuple(p for p in state.parked_fetches if p.leader != leader_id))
     state = state.fire("FETCH-PARK-4")
     if error is None:
         return state
@@ -390,7 +389,7 @@ def handle_epoch_request(
     )
     if not reachable(state, follower_id, incarnation, leader_id, request_epoch):
         return state.fire("MSG-DROP-1")
-    return replace(state, epoch_responses=(*state.epoch_responses, response))
+    return evolve(state, epoch_responses=(*state.epoch_responses, response))
 
 
 # --- becoming leader -----------------------------------------------------------------
@@ -427,7 +426,7 @@ def become_leader(state: State, replica_id: str, epoch: int) -> State:
             )
         )
     state = state.with_replica(
-        replace(
+        evolve(
             replica,
             role=Role.LEADER,
             leader=replica_id,

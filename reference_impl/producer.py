@@ -6,8 +6,6 @@ acks 0 and 1 are answered at once; acks=all is handed to the produce purgatory
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from . import epoch_cache
 from .errors import StepRejected
 from .leader import maybe_increment_hw, wake_parked_fetches
@@ -16,6 +14,7 @@ from .messages import PendingProduce
 from .purgatory import maybe_complete_produces, record_outcome
 from .state import ProduceOutcome, Role, State
 from .steps import Produce
+from .values import evolve
 
 
 def produce(state: State, step: Produce) -> State:
@@ -50,7 +49,7 @@ def produce(state: State, step: Produce) -> State:
     cache = leader.epoch_cache
     if state.config.generation.uses_epochs:
         cache = epoch_cache.assign(cache, leader.leader_epoch, base)
-    state = state.with_replica(replace(leader, log=leader.log + records, epoch_cache=cache))
+    state = state.with_replica(evolve(leader, log=leader.log + records, epoch_cache=cache))
     state = state.fire("PRODUCE-3")
     appended = tuple((base + i, r.value, r.epoch) for i, r in enumerate(records))
     offsets = tuple(o for o, _, _ in appended)
@@ -63,7 +62,7 @@ def produce(state: State, step: Produce) -> State:
             required_offset=base + len(records),
             deadline_ms=state.clock_ms + state.config.request_timeout_ms,
         )
-        state = replace(state, pending_produces=(*state.pending_produces, pending))
+        state = evolve(state, pending_produces=(*state.pending_produces, pending))
         state = record_outcome(state, ProduceOutcome(produce_id, "all", "pending", offsets, appended))
         state = state.fire("PRODUCE-5")
     else:

@@ -7,22 +7,21 @@ records a producer's outcome and the history of committed records.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from .messages import PendingProduce
 from .state import ProduceOutcome, State
+from .values import evolve
 
 
 def record_outcome(state: State, outcome: ProduceOutcome) -> State:
     """Add a producer's outcome, or update it in place (outcomes keep send order)."""
     if any(o.id == outcome.id for o in state.produces):
-        return replace(state, produces=tuple(outcome if o.id == outcome.id else o for o in state.produces))
-    return replace(state, produces=(*state.produces, outcome))
+        return evolve(state, produces=tuple(outcome if o.id == outcome.id else o for o in state.produces))
+    return evolve(state, produces=(*state.produces, outcome))
 
 
 def commit(state: State, records: tuple[tuple[int, str, int], ...]) -> State:
     new = tuple(r for r in records if r not in state.committed)
-    return replace(state, committed=state.committed + new) if new else state
+    return evolve(state, committed=state.committed + new) if new else state
 
 
 def maybe_complete_produces(state: State, leader_id: str) -> State:
@@ -36,8 +35,8 @@ def maybe_complete_produces(state: State, leader_id: str) -> State:
         outcome = next(o for o in state.produces if o.id == pending.id)
         enough = len(state.controller.isr) >= state.config.min_insync_replicas
         status = "acked" if enough else "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
-        state = replace(state, pending_produces=tuple(p for p in state.pending_produces if p != pending))
-        state = record_outcome(state, replace(outcome, status=status))
+        state = evolve(state, pending_produces=tuple(p for p in state.pending_produces if p != pending))
+        state = record_outcome(state, evolve(outcome, status=status))
         state = state.fire("PRODUCE-5")
         if enough:
             state = commit(state, outcome.records)
@@ -51,8 +50,8 @@ def fail_pending_produces(state: State, leader_id: str, error: str, rule: str) -
         if pending.leader != leader_id:
             continue
         outcome = next(o for o in state.produces if o.id == pending.id)
-        state = replace(state, pending_produces=tuple(p for p in state.pending_produces if p != pending))
-        state = record_outcome(state, replace(outcome, status=error)).fire(rule)
+        state = evolve(state, pending_produces=tuple(p for p in state.pending_produces if p != pending))
+        state = record_outcome(state, evolve(outcome, status=error)).fire(rule)
     return state
 
 
@@ -60,5 +59,5 @@ def expire_produce(state: State, pending: PendingProduce) -> State:
     """PRODUCE-7: an acks=all produce still waiting at its deadline gets REQUEST_TIMED_OUT
     (the records stay in the log and may still be committed later)."""
     outcome = next(o for o in state.produces if o.id == pending.id)
-    state = replace(state, pending_produces=tuple(p for p in state.pending_produces if p != pending))
-    return record_outcome(state, replace(outcome, status="REQUEST_TIMED_OUT")).fire("PRODUCE-7")
+    state = evolve(state, pending_produces=tuple(p for p in state.pending_produces if p != pending))
+    return record_outcome(state, evolve(outcome, status="REQUEST_TIMED_OUT")).fire("PRODUCE-7")

@@ -6,11 +6,10 @@ its cache and HW consequences) each have exactly one implementation.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from . import epoch_cache
 from . import log as logmod
 from .state import State
+from .values import evolve
 
 
 def set_hw(state: State, replica_id: str, new_hw: int) -> State:
@@ -20,8 +19,8 @@ def set_hw(state: State, replica_id: str, new_hw: int) -> State:
     if new_hw == replica.hw:
         return state
     if state.config.replica_high_watermark_checkpoint_interval_ms == 0:
-        return state.with_replica(replace(replica, hw=new_hw, checkpoint_hw=new_hw)).fire("CKPT-1")
-    return state.with_replica(replace(replica, hw=new_hw))
+        return state.with_replica(evolve(replica, hw=new_hw, checkpoint_hw=new_hw)).fire("CKPT-1")
+    return state.with_replica(evolve(replica, hw=new_hw))
 
 
 def truncate(state: State, replica_id: str, offset: int, *, rule: str) -> State:
@@ -33,7 +32,7 @@ def truncate(state: State, replica_id: str, offset: int, *, rule: str) -> State:
         return state
     new_log = logmod.truncate_to(replica.log, offset)
     new_cache = epoch_cache.truncate_from_end(replica.epoch_cache, len(new_log))
-    state = state.with_replica(replace(replica, log=new_log, epoch_cache=new_cache)).fire("TRUNC-1")
+    state = state.with_replica(evolve(replica, log=new_log, epoch_cache=new_cache)).fire("TRUNC-1")
     if new_cache != replica.epoch_cache:
         state = state.fire("EPOCH-CACHE-2")
     if replica.hw > len(new_log):

@@ -11,13 +11,14 @@ outcomes, and history variables that exist only for the invariants.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 
 from .config import Config
 from .epoch_cache import EpochCache
 from .log import Log
 from .messages import EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
+from .values import evolve
 
 
 class Role(StrEnum):
@@ -150,10 +151,10 @@ class State:
         raise KeyError(replica_id)
 
     def with_replica(self, replica: Replica) -> State:
-        return replace(
+        return evolve(
             self,
             replicas=tuple(replica if r.id == replica.id else r for r in self.replicas),
         )
 
     def fire(self, *rules: str) -> State:
-        return replace(self, fired=self.fired + rules)
+        return evolve(self, fired=self.fired + rules)

@@ -1,0 +1,23 @@
+"""``evolve``: a copy of a frozen dataclass value with some fields changed.
+
+It does what ``dataclasses.replace`` does for the model's value types, without calling
+``__init__`` again: the transition functions build a new state many times per step, and
+``replace`` was most of the model's run time (benchmarks/bench_reference.py). Values are
+still never mutated: ``evolve`` fills a fresh object.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def evolve(value: T, **changes: Any) -> T:
+    fresh = object.__new__(type(value))
+    fresh.__dict__.update(value.__dict__)
+    for name in changes:
+        if name not in value.__dict__:
+            raise TypeError(f"{type(value).__name__} has no field {name!r}")
+    fresh.__dict__.update(changes)
+    return fresh

@@ -1,0 +1,131 @@
+"""Property tests: the invariants over random runs of enabled steps.
+
+Under ``leader-epoch`` and ``diverging-epoch`` every invariant holds after every step of
+any run. Under ``hw-truncation`` hypothesis finds, on its own, a run that breaks one: the
+KIP-101 stories are not special cases but what that generation allows.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import Phase, given, settings
+from hypothesis import strategies as st
+
+from reference_impl import Config, Generation, State, apply, check, enabled_steps, initial_state
+from reference_impl import epoch_cache, hw
+from reference_impl.steps import Crash
+
+
+@st.composite
+def configs(draw: st.DrawFn, generation: Generation) -> Config:
+    replicas = ("A", "B", "C")[: draw(st.integers(2, 3))]
+    return Config(
+        replicas=replicas,
+        generation=generation,
+        min_insync_replicas=draw(st.integers(1, len(replicas))),
+        unclean_leader_election=draw(st.booleans()),
+        replica_lag_time_max_ms=1000,
+        replica_fetch_wait_max_ms=500,
+        replica_high_watermark_checkpoint_interval_ms=draw(st.sampled_from([0, 500])),
+        request_timeout_ms=draw(st.sampled_from([1000, 30000])),
+    )
+
+
+def random_run(data: st.DataObject, config: Config, max_steps: int) -> tuple[State, list[str]]:
+    """Walk ``max_steps`` enabled steps chosen by hypothesis; return violations seen."""
+    state = initial_state(config)
+    violations = [str(v) for v in check(state)]
+    for _ in range(data.draw(st.integers(0, max_steps), label="length")):
+        choices = enabled_steps(state)
+        if not choices:
+            break
+        step = data.draw(st.sampled_from(choices), label="step")
+        before = state
+        state = apply(state, step)
+        violations += [f"after {step}: {v}" for v in check(state, before)]
+        if violations:
+            break
+    return state, violations
+
+
+@pytest.mark.parametrize("generation", [Generation.LEADER_EPOCH, Generation.DIVERGING_EPOCH], ids=str)
+@settings(max_examples=150)
+@given(data=st.data())
+def test_invariants_hold_under_epoch_generations(generation: Generation, data: st.DataObject) -> None:
+    config = data.draw(configs(generation), label="config")
+    _, violations = random_run(data, config, max_steps=40)
+    assert violations == []
+
+
+def test_hw_truncation_can_lose_or_diverge() -> None:
+    """Hypothesis finds a run that violates StrongIsr or AckedNotLost under hw-truncation."""
+    found: list[list[str]] = []
+
+    # No shrinking: the first violating run is enough, and shrinking it costs a minute.
+    @settings(max_examples=3000, derandomize=True, database=None, phases=[Phase.generate])
+    @given(data=st.data())
+    def search(data: st.DataObject) -> None:
+        config = data.draw(configs(Generation.HW_TRUNCATION), label="config")
+        _, violations = random_run(data, config, max_steps=40)
+        if violations:
+            found.append(violations)
+            raise AssertionError(violations)
+
+    with pytest.raises(AssertionError):
+        search()
+    assert any("StrongIsr" in v or "AckedNotLost" in v for v in found[-1])
+
+
+def test_enabled_steps_are_never_rejected() -> None:
+    state = initial_state(Config(replicas=("A", "B", "C")))
+    for step in enabled_steps(state):
+        apply(state, step)
+
+
+def test_no_crash_step_is_enabled_for_an_offline_replica() -> None:
+    state = apply(initial_state(Config()), Crash(replica="B"))
+    assert Crash(replica="B") not in enabled_steps(state)
+
+
+# --- the pure rules against naive versions ---------------------------------------------
+
+caches = st.lists(st.tuples(st.integers(0, 6), st.integers(0, 20)), max_size=5).map(
+    lambda pairs: tuple(sorted({e: o for e, o in pairs}.items()))
+).filter(lambda c: all(a[1] < b[1] for a, b in zip(c, c[1:], strict=False)))
+
+
+def naive_end_offset_for(cache: tuple[tuple[int, int], ...], epoch: int, leo: int) -> tuple[int, int]:
+    """EPOCH-CACHE-3 written as directly as the Kafka javadoc states it."""
+    if not cache:
+        return -1, -1
+    if epoch == cache[-1][0]:
+        return epoch, leo
+    later = [e for e in cache if e[0] > epoch]
+    if not later:
+        return -1, -1
+    earlier = [e for e in cache if e[0] <= epoch]
+    return (earlier[-1][0] if earlier else epoch), later[0][1]
+
+
+@given(cache=caches, epoch=st.integers(0, 7), extra=st.integers(0, 5))
+def test_end_offset_for_matches_naive(cache: tuple[tuple[int, int], ...], epoch: int, extra: int) -> None:
+    leo = (cache[-1][1] if cache else 0) + extra
+    assert epoch_cache.end_offset_for(cache, epoch, leo) == naive_end_offset_for(cache, epoch, leo)
+
+
+@given(cache=caches, epoch=st.integers(0, 8), start=st.integers(0, 25))
+def test_assign_keeps_the_cache_monotonic(cache: tuple[tuple[int, int], ...], epoch: int, start: int) -> None:
+    out = epoch_cache.assign(cache, epoch, start)
+    assert all(a[0] < b[0] and a[1] < b[1] for a, b in zip(out, out[1:], strict=False))
+    assert (epoch, start) in out or (out and out[-1][0] == epoch and out[-1][1] <= start)
+
+
+@given(current=st.integers(0, 10), leos=st.lists(st.integers(0, 20), min_size=1, max_size=4))
+def test_leader_hw_is_max_of_current_and_min(current: int, leos: list[int]) -> None:
+    assert hw.leader_hw(current, leos) == max(current, min(leos))
+    assert hw.leader_hw(current, [*leos, None]) == current
+
+
+@given(leader=st.integers(0, 20), leo=st.integers(0, 20))
+def test_follower_hw_never_exceeds_leo(leader: int, leo: int) -> None:
+    assert hw.follower_hw(leader, leo) == min(leader, leo) <= leo
