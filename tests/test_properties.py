@@ -17,8 +17,8 @@ from reference_impl.steps import Crash
 
 
 @st.composite
-def configs(draw: st.DrawFn, generation: Generation) -> Config:
-    replicas = ("A", "B", "C")[: draw(st.integers(2, 3))]
+def configs(draw: st.DrawFn, generation: Generation, sizes: tuple[int, ...] = (2, 3)) -> Config:
+    replicas = ("A", "B", "C")[: draw(st.sampled_from(sizes))]
     return Config(
         replicas=replicas,
         generation=generation,
