@@ -11,8 +11,7 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from reference_impl import Config, Generation, State, apply, check, enabled_steps, initial_state
-from reference_impl import epoch_cache, hw
+from reference_impl import Config, Generation, State, apply, check, enabled_steps, epoch_cache, hw, initial_state
 from reference_impl.steps import Crash
 
 
@@ -89,9 +88,11 @@ def test_no_crash_step_is_enabled_for_an_offline_replica() -> None:
 
 # --- the pure rules against naive versions ---------------------------------------------
 
-caches = st.lists(st.tuples(st.integers(0, 6), st.integers(0, 20)), max_size=5).map(
-    lambda pairs: tuple(sorted({e: o for e, o in pairs}.items()))
-).filter(lambda c: all(a[1] < b[1] for a, b in zip(c, c[1:], strict=False)))
+caches = (
+    st.lists(st.tuples(st.integers(0, 6), st.integers(0, 20)), max_size=5)
+    .map(lambda pairs: tuple(sorted({e: o for e, o in pairs}.items())))
+    .filter(lambda c: all(a[1] < b[1] for a, b in zip(c, c[1:], strict=False)))
+)
 
 
 def naive_end_offset_for(cache: tuple[tuple[int, int], ...], epoch: int, leo: int) -> tuple[int, int]:
