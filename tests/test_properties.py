@@ -7,6 +7,8 @@ KIP-101 stories are not special cases but what that generation allows.
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
@@ -91,7 +93,7 @@ def test_no_crash_step_is_enabled_for_an_offline_replica() -> None:
 caches = (
     st.lists(st.tuples(st.integers(0, 6), st.integers(0, 20)), max_size=5)
     .map(lambda pairs: tuple(sorted({e: o for e, o in pairs}.items())))
-    .filter(lambda c: all(a[1] < b[1] for a, b in zip(c, c[1:], strict=False)))
+    .filter(lambda c: all(a[1] < b[1] for a, b in itertools.pairwise(c)))
 )
 
 
@@ -117,7 +119,7 @@ def test_end_offset_for_matches_naive(cache: tuple[tuple[int, int], ...], epoch:
 @given(cache=caches, epoch=st.integers(0, 8), start=st.integers(0, 25))
 def test_assign_keeps_the_cache_monotonic(cache: tuple[tuple[int, int], ...], epoch: int, start: int) -> None:
     out = epoch_cache.assign(cache, epoch, start)
-    assert all(a[0] < b[0] and a[1] < b[1] for a, b in zip(out, out[1:], strict=False))
+    assert all(a[0] < b[0] and a[1] < b[1] for a, b in itertools.pairwise(out))
     assert (epoch, start) in out or (out and out[-1][0] == epoch and out[-1][1] <= start)
 
 
