@@ -47,6 +47,22 @@ def first_divergence(expected: Any, actual: Any, path: str = "") -> Divergence |
     return None
 
 
+def all_divergences(expected: Any, actual: Any, path: str = "") -> list[Divergence]:
+    """Every place ``actual`` differs from ``expected`` (for a failure's step table)."""
+    if isinstance(expected, Mapping):
+        if not isinstance(actual, Mapping):
+            return [Divergence(path, expected, actual)]
+        out: list[Divergence] = []
+        for key, value in expected.items():
+            if key not in actual:
+                out.append(Divergence(_join(path, key), value, MISSING))
+            else:
+                out += all_divergences(value, actual[key], _join(path, key))
+        return out
+    found = first_divergence(expected, actual, path)
+    return [found] if found is not None else []
+
+
 def leaf_paths(expected: Any, path: str = "") -> list[str]:
     """Every compared field path in an expectation (for capability checks)."""
     if isinstance(expected, Mapping):

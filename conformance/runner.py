@@ -24,7 +24,7 @@ from reference_impl import apply as reference_apply
 from reference_impl import initial_state
 
 from .adapter import Adapter, AdapterError, Description
-from .compare import MISSING, first_divergence
+from .compare import MISSING, all_divergences, first_divergence
 from .fixtures import Fixture
 
 OUTCOMES = ("passed", "failed", "errored", "skipped")
@@ -180,10 +180,15 @@ def run_fixture(adapter: Adapter, description: Description, fixture: Fixture, im
         expected = comparable(fs.expect, description)
         found = first_divergence(expected, answer.observation)
         if found is not None:
+            divergence = _divergence(fs.index, fs.line, found.path, found.expected, _show(found.actual), fs.why)
+            divergence["differences"] = [
+                {"field": d.path, "expected": d.expected, "actual": _show(d.actual)}
+                for d in all_divergences(expected, answer.observation)
+            ]
             return finish(
                 "failed",
                 f"{where}: {found.path}: expected {found.expected!r}, got {_show(found.actual)!r}",
-                divergence=_divergence(fs.index, fs.line, found.path, found.expected, _show(found.actual), fs.why),
+                divergence=divergence,
             )
     return finish("passed")
 

@@ -1,0 +1,87 @@
+"""``kconform explain FIXTURE``: a fixture as a step table, as the seeds write theirs.
+
+For each step: what was done, every observed field that changed (old -> new), the spec
+rules the reference fired, and the fixture's own words (``why``). Fields the fixture
+checks are marked, so the table shows what is asserted and what merely happens.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tabulate import tabulate
+
+from reference_impl import StepRejected, apply, initial_state, observe
+
+from .compare import leaf_paths
+from .fixtures import Fixture
+
+
+def flatten(value: Any, path: str = "") -> dict[str, Any]:
+    """Leaf fields of an observation by dotted path; lists stay whole."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, sub in value.items():
+            out.update(flatten(sub, f"{path}.{key}" if path else str(key)))
+        return out
+    return {path: value}
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(str(v) if not isinstance(v, list) else json.dumps(v) for v in value) + "]"
+    if value is None:
+        return "-"
+    return str(value)
+
+
+def _action(do: dict[str, Any]) -> str:
+    rest = " ".join(f"{k}={_show(v)}" for k, v in do.items() if k != "kind")
+    return f"{do['kind']} {rest}".strip()
+
+
+def explain_rows(fixture: Fixture) -> list[list[str]]:
+    state = initial_state(fixture.config)
+    before = flatten(observe(state))
+    rows: list[list[str]] = []
+    for fs in fixture.steps:
+        checked = set(leaf_paths(fs.expect)) if fs.expect else set()
+        try:
+            state = apply(state, fs.step)
+        except StepRejected as exc:
+            rows.append([str(fs.index), _action(fs.do), "(rejected)", "", exc.reason, exc.rule, fs.why or ""])
+            continue
+        after = flatten(observe(state))
+        changed = [k for k in after if after.get(k) != before.get(k)]
+        rules = " ".join(dict.fromkeys(state.fired))
+        if not changed:
+            rows.append([str(fs.index), _action(fs.do), "(no change)", "", "", rules, (fs.why or "").strip()])
+        for i, key in enumerate(changed):
+            mark = " *" if any(key == c or key.startswith(c + ".") for c in checked) else ""
+            rows.append(
+                [
+                    str(fs.index) if i == 0 else "",
+                    _action(fs.do) if i == 0 else "",
+                    key + mark,
+                    _show(before.get(key)),
+                    _show(after[key]),
+                    rules if i == 0 else "",
+                    (fs.why or "").strip() if i == 0 else "",
+                ]
+            )
+        before = after
+    return rows
+
+
+def explain(fixture: Fixture, fmt: str = "rounded_outline") -> str:
+    head = f"{fixture.id}: {fixture.title}\nsource: {fixture.source}\nfile: {fixture.path}\n"
+    config = ", ".join(f"{k}={_show(v)}" for k, v in fixture.config.to_dict().items())
+    table = tabulate(
+        explain_rows(fixture),
+        headers=["step", "do", "field (* = checked)", "old", "new", "rules", "why"],
+        tablefmt=fmt,
+        disable_numparse=True,
+        maxcolwidths=[None, 28, None, 26, 26, 28, 40],
+    )
+    return f"{head}config: {config}\n\n{table}\n"

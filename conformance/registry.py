@@ -1,0 +1,81 @@
+"""Naming an implementation on the command line.
+
+Three forms:
+
+- a registered name: an entry point in the ``kconform.implementations`` group whose
+  object is a zero-argument factory returning an ``Adapter`` (kconform's bundled ones,
+  or any installed package's);
+- ``module:factory`` (or ``module:Class``): an in-process Python implementation;
+- ``exec:COMMAND``: a program speaking the stdio protocol (spec/adapter-protocol.md).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+
+from .adapter import Adapter
+from .stdio import DEFAULT_TIMEOUT_S, StdioAdapter
+
+GROUP = "kconform.implementations"
+
+
+class UnknownImplementation(Exception):
+    """The name does not resolve; the message lists what does."""
+
+
+@dataclass(frozen=True)
+class Registered:
+    name: str
+    target: str
+    summary: str
+
+
+def registered() -> list[Registered]:
+    out = []
+    for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
+        summary = ""
+        try:
+            doc = (ep.load().__doc__ or "").strip()
+            summary = doc.splitlines()[0] if doc else ""
+        except Exception as exc:  # a broken third-party entry point must not hide the others
+            summary = f"(cannot load: {exc})"
+        out.append(Registered(ep.name, ep.value, summary))
+    return out
+
+
+def resolve(spec: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Adapter:
+    """Build the adapter named by ``spec``; raise ``UnknownImplementation`` if none."""
+    if spec.startswith("exec:"):
+        command = spec[len("exec:") :].strip()
+        if not command:
+            raise UnknownImplementation("exec: needs a command, e.g. exec:'./my-adapter --stdio'")
+        return StdioAdapter(command, timeout_s=timeout_s)
+    found = [ep for ep in entry_points(group=GROUP) if ep.name == spec]
+    if found:
+        return _call(found[0].load(), spec)
+    if ":" in spec:
+        module_name, _, attr = spec.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise UnknownImplementation(f"{spec}: cannot import {module_name!r} ({exc})") from None
+        try:
+            factory = getattr(module, attr)
+        except AttributeError:
+            raise UnknownImplementation(f"{spec}: module {module_name!r} has no {attr!r}") from None
+        return _call(factory, spec)
+    names = ", ".join(r.name for r in registered()) or "(none)"
+    raise UnknownImplementation(
+        f"unknown implementation {spec!r}: use a registered name ({names}), module:factory, or exec:COMMAND"
+    )
+
+
+def _call(factory: object, spec: str) -> Adapter:
+    if not callable(factory):
+        raise UnknownImplementation(f"{spec}: {factory!r} is not callable")
+    adapter = factory()
+    if not isinstance(adapter, Adapter):
+        raise UnknownImplementation(f"{spec}: the factory returned {type(adapter).__name__}, not a kconform Adapter")
+    return adapter

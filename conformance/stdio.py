@@ -1,0 +1,209 @@
+"""The stdio adapter: drive any program that speaks spec/adapter-protocol.md.
+
+One JSON line each way per request, a timeout on every reply, stderr captured, and a
+fresh process after any failure. Every failure becomes an ``AdapterError`` whose detail
+holds what a user needs to fix the adapter: the last request and reply and the tail of
+stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shlex
+import subprocess
+import threading
+from collections import deque
+from typing import Any
+
+from .adapter import PROTOCOL_VERSION, Adapter, AdapterError, Description, StepResult
+
+DEFAULT_TIMEOUT_S = 10.0
+_EOF = object()
+
+
+class StdioAdapter(Adapter):
+    """An implementation running as a child process (``exec:COMMAND``)."""
+
+    def __init__(self, command: str | list[str], timeout_s: float = DEFAULT_TIMEOUT_S, cwd: str | None = None) -> None:
+        self.argv = shlex.split(command) if isinstance(command, str) else list(command)
+        if not self.argv:
+            raise ValueError("empty command")
+        self.timeout_s = timeout_s
+        self.cwd = cwd
+        self._proc: subprocess.Popen[str] | None = None
+        self._lines: queue.Queue[object] = queue.Queue()
+        self._stderr: deque[str] = deque(maxlen=40)
+        self._seq = 0
+        self._last_request = ""
+        self._last_reply = ""
+        self._description: Description | None = None
+
+    # --- process management -------------------------------------------------------
+
+    def _start(self) -> None:
+        try:
+            self._proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                bufsize=1,
+                cwd=self.cwd,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        except OSError as exc:
+            raise AdapterError(f"cannot start {shlex.join(self.argv)}: {exc.strerror or exc}") from None
+        self._lines = queue.Queue()
+        self._stderr.clear()
+        self._seq = 0
+        proc = self._proc
+        threading.Thread(target=self._pump_stdout, args=(proc, self._lines), daemon=True).start()
+        threading.Thread(target=self._pump_stderr, args=(proc, self._stderr), daemon=True).start()
+
+    @staticmethod
+    def _pump_stdout(proc: subprocess.Popen[str], lines: queue.Queue[object]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(_EOF)
+
+    @staticmethod
+    def _pump_stderr(proc: subprocess.Popen[str], tail: deque[str]) -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            tail.append(line.rstrip("\n"))
+
+    def _kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            proc.kill()
+            proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+
+    def _detail(self) -> str:
+        parts = [f"command: {shlex.join(self.argv)}"]
+        if self._last_request:
+            parts.append(f"last request: {self._last_request}")
+        if self._last_reply:
+            parts.append(f"last reply: {self._last_reply}")
+        if self._stderr:
+            parts.append("stderr (tail):\n" + "\n".join(self._stderr))
+        return "\n".join(parts)
+
+    def _fail(self, message: str) -> AdapterError:
+        if self._proc is not None and self._proc.poll() is not None:
+            message += f" (process exited with code {self._proc.returncode})"
+        error = AdapterError(message, self._detail())
+        self._kill()
+        return error
+
+    # --- one exchange ---------------------------------------------------------------
+
+    def _request(self, message: dict[str, Any]) -> dict[str, Any]:
+        if self._proc is None:
+            self._start()
+            self._hello()
+        assert self._proc is not None and self._proc.stdin is not None
+        self._seq += 1
+        message = {**message, "seq": self._seq}
+        line = json.dumps(message, separators=(",", ":"))
+        self._last_request, self._last_reply = line, ""
+        try:
+            self._proc.stdin.write(line + "\n")
+            self._proc.stdin.flush()
+        except OSError:
+            raise self._fail("the process closed its stdin") from None
+        try:
+            raw = self._lines.get(timeout=self.timeout_s)
+        except queue.Empty:
+            raise self._fail(f"no reply within {self.timeout_s:g} s") from None
+        if raw is _EOF:
+            raise self._fail("the process ended without replying")
+        text = str(raw).rstrip("\n")
+        self._last_reply = text[:2000]
+        try:
+            reply = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise self._fail(f"reply is not JSON ({exc.msg})") from None
+        if not isinstance(reply, dict):
+            raise self._fail("reply is not a JSON object")
+        if reply.get("seq") != self._seq:
+            raise self._fail(f"reply has seq {reply.get('seq')!r}, expected {self._seq}")
+        if not isinstance(reply.get("ok"), bool):
+            raise self._fail("reply has no boolean 'ok'")
+        if not reply["ok"]:
+            error = reply.get("error")
+            raise self._fail(f"{message['cmd']} failed: {error if isinstance(error, str) else 'no error message'}")
+        return reply
+
+    def _hello(self) -> None:
+        reply = self._request({"cmd": "hello", "protocol": PROTOCOL_VERSION})
+        if reply.get("protocol") != PROTOCOL_VERSION:
+            raise self._fail(f"speaks protocol {reply.get('protocol')!r}, kconform speaks {PROTOCOL_VERSION}")
+        impl = reply.get("implementation")
+        try:
+            if not isinstance(impl, dict):
+                raise TypeError("no implementation object")
+            self._description = Description.from_dict(impl)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise self._fail(f"hello reply has no valid 'implementation' ({exc})") from None
+
+    # --- Adapter ------------------------------------------------------------------------
+
+    def describe(self) -> Description:
+        if self._description is None:
+            self._start()
+            self._hello()
+        assert self._description is not None
+        return self._description
+
+    def reset(self, config: dict[str, Any]) -> None:
+        self._request({"cmd": "reset", "config": config})
+
+    def step(self, step: dict[str, Any]) -> StepResult:
+        reply = self._request({"cmd": "step", "step": step})
+        rejected = reply.get("rejected")
+        if rejected is not None:
+            if not isinstance(rejected, dict) or not isinstance(rejected.get("reason"), str):
+                raise self._fail("'rejected' must be an object with a 'reason' string")
+            rule = rejected.get("rule")
+            return StepResult(rejected=rejected["reason"], rule=rule if isinstance(rule, str) else None)
+        observation = reply.get("observation")
+        if not isinstance(observation, dict):
+            raise self._fail("step reply has neither an 'observation' object nor 'rejected'")
+        fired = reply.get("fired") or ()
+        return StepResult(observation=observation, fired=tuple(str(r) for r in fired))
+
+    def restart(self) -> None:
+        self._kill()
+        self._start()
+        self._hello()
+
+    def close(self) -> None:
+        if self._proc is None:
+            return
+        try:
+            self._request({"cmd": "close"})
+        except AdapterError:
+            return
+        proc = self._proc
+        if proc is not None:
+            try:
+                if proc.stdin is not None:
+                    proc.stdin.close()
+                proc.wait(timeout=3)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self._kill()
