@@ -8,6 +8,7 @@ re-renders a saved document; ``kconform diff`` compares two.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import platform
 import time
@@ -70,10 +71,8 @@ def run_suite(
     for impl in implementations:
         t_impl = time.perf_counter()
         description, impl_results = run_fixtures(impl.adapter, impl.id, fixtures, rules, progress)
-        try:
+        with contextlib.suppress(Exception):  # closing must not lose the results gathered
             impl.adapter.close()
-        except Exception:  # closing must not lose the results already gathered
-            pass
         names = (impl.id,) + ((description.name,) if description else ())
         for fixture, result in zip(fixtures, impl_results, strict=True):
             _apply_expectation(result, expectations, names, fixture)
