@@ -82,6 +82,7 @@ def explain(fixture: Fixture, fmt: str = "rounded_outline") -> str:
         headers=["step", "do", "field (* = checked)", "old", "new", "rules", "why"],
         tablefmt=fmt,
         disable_numparse=True,
-        maxcolwidths=[None, 28, None, 26, 26, 28, 40],
+        # wrap long cells on a terminal; never in Markdown (a newline would break the table)
+        maxcolwidths=None if fmt == "github" else [None, 28, None, 26, 26, 28, 40],
     )
     return f"{head}config: {config}\n\n{table}\n"

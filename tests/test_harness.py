@@ -1,0 +1,146 @@
+"""The harness: stdio and in-process agree; broken adapters are errored, never fatal;
+every fixture lands in exactly one outcome; capabilities turn into skips."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from helpers import bundled_fixtures
+
+from conformance.adapter import Description
+from conformance.in_process import FunctionAdapter, ReferenceAdapter, StepRefused
+from conformance.registry import UnknownImplementation, resolve
+from conformance.runner import OUTCOMES, run_fixtures
+from conformance.stdio import StdioAdapter
+from reference_impl import apply, config_from_dict, initial_state, observe, step_from_dict
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = [sys.executable, str(ROOT / "examples" / "stdio_reference_adapter.py")]
+BROKEN = [sys.executable, str(ROOT / "tests" / "fakes" / "broken_adapter.py")]
+FIXTURES = bundled_fixtures()
+
+
+def test_stdio_example_matches_in_process_step_by_step() -> None:
+    stdio = StdioAdapter(EXAMPLE)
+    reference = ReferenceAdapter()
+    try:
+        for fixture in FIXTURES:
+            config = fixture.config.to_dict()
+            stdio.reset(config)
+            reference.reset(config)
+            for fs in fixture.steps:
+                assert stdio.step(fs.do) == reference.step(fs.do), (fixture.id, fs.index)
+    finally:
+        stdio.close()
+
+
+def test_stdio_example_passes_every_fixture() -> None:
+    adapter = StdioAdapter(EXAMPLE)
+    description, results = run_fixtures(adapter, "stdio", FIXTURES)
+    adapter.close()
+    assert description is not None and description.name == "reference-stdio"
+    assert Counter(r.outcome for r in results) == Counter({"passed": len(FIXTURES)})
+
+
+@pytest.mark.parametrize(
+    "mode, reason",
+    [
+        ("crash-on-third-step", "the process ended without replying (process exited with code 3)"),
+        ("hang", "no reply within 0.3 s"),
+        ("garbage", "reply is not JSON"),
+        ("wrong-seq", "reply has seq"),
+        ("no-observation", "neither an 'observation' object nor 'rejected'"),
+        ("refuse-config", "reset: reset failed: this implementation refuses every config"),
+    ],
+)
+def test_broken_adapters_are_errored_and_the_run_goes_on(mode: str, reason: str) -> None:
+    fixtures = FIXTURES[:4]
+    adapter = StdioAdapter([*BROKEN, mode], timeout_s=0.3)
+    _, results = run_fixtures(adapter, mode, fixtures)
+    adapter.close()
+    assert len(results) == len(fixtures)  # every fixture lands in one outcome
+    assert all(r.outcome == "errored" for r in results), [r.reason for r in results]
+    assert all(reason in r.reason for r in results), results[0].reason
+    assert "last request:" in results[0].detail
+    if mode == "crash-on-third-step":
+        assert results[0].reason.startswith("step 2 ")
+        assert "crashing on purpose at step 3" in results[0].detail  # captured stderr
+
+
+def test_a_wrong_implementation_fails_with_its_first_divergence() -> None:
+    adapter = StdioAdapter([*BROKEN, "wrong-hw"])
+    _, results = run_fixtures(adapter, "wrong-hw", [f for f in FIXTURES if f.id == "seed-01-normal-round/leader-epoch"])
+    adapter.close()
+    [result] = results
+    assert result.outcome == "failed"
+    assert result.divergence is not None
+    assert (result.divergence["step"], result.divergence["field"]) == (0, "replicas.A.hw")
+    assert (result.divergence["expected"], result.divergence["actual"]) == (0, 1)
+    assert {d["field"] for d in result.divergence["differences"]} == {"replicas.A.hw", "replicas.B.hw"}
+
+
+def test_describe_failure_errors_every_fixture() -> None:
+    adapter = StdioAdapter([*BROKEN, "bad-hello"])
+    description, results = run_fixtures(adapter, "x", FIXTURES[:3])
+    assert description is None
+    assert [r.outcome for r in results] == ["errored"] * 3
+    assert "no valid 'implementation'" in results[0].reason
+
+
+def test_missing_program_is_a_clear_error() -> None:
+    adapter = StdioAdapter(["/nonexistent/kconform-adapter"])
+    _, results = run_fixtures(adapter, "x", FIXTURES[:2])
+    assert all(r.outcome == "errored" for r in results)
+    assert "cannot start /nonexistent/kconform-adapter" in results[0].reason
+
+
+def test_counts_add_up_and_skips_say_why() -> None:
+    adapter = ReferenceAdapter("diverging-epoch")
+    _, results = run_fixtures(adapter, "de", FIXTURES)
+    counts = Counter(r.outcome for r in results)
+    assert sum(counts.values()) == len(FIXTURES) and set(counts) <= set(OUTCOMES)
+    skipped = [r for r in results if r.outcome == "skipped"]
+    assert skipped and all(r.reason.startswith("generation ") for r in skipped)
+
+
+def _tiny_adapter(steps: tuple[str, ...], replica_fields: tuple[str, ...]) -> FunctionAdapter:
+    """A Python implementation through FunctionAdapter, backed by the reference."""
+
+    def do(state, step):  # type: ignore[no-untyped-def]
+        from reference_impl import StepRejected
+
+        try:
+            return apply(state, step_from_dict(step))
+        except StepRejected as exc:
+            raise StepRefused(exc.reason, exc.rule) from None
+
+    return FunctionAdapter(
+        Description("tiny", "1", ("leader-epoch",), steps, ("replicas",), replica_fields),
+        init=lambda config: initial_state(config_from_dict(config)),
+        apply=do,
+        observe=observe,
+    )
+
+
+def test_function_adapter_capabilities_become_skips_and_partial_comparison() -> None:
+    adapter = _tiny_adapter(("produce", "fetch", "fetch_round", "deliver_fetch", "tick", "consume"), ("leo",))
+    _, results = run_fixtures(adapter, "tiny", FIXTURES)
+    by_id = {r.fixture: r for r in results}
+    assert by_id["seed-01-normal-round/leader-epoch"].outcome == "passed"  # only leo compared
+    assert "step kinds not supported: crash" in by_id["seed-05a-data-loss-leader-epoch"].reason
+    assert by_id["seed-01-normal-round/hw-truncation"].reason.startswith("generation hw-truncation not supported")
+
+
+def test_registry_resolves_all_three_forms() -> None:
+    assert resolve("reference-leader-epoch").describe().generations == ("leader-epoch",)
+    assert resolve("conformance.bundled:reference").describe().name == "reference"
+    assert isinstance(resolve("exec:python3 x.py"), StdioAdapter)
+    with pytest.raises(UnknownImplementation, match="use a registered name"):
+        resolve("no-such-impl")
+    with pytest.raises(UnknownImplementation, match="cannot import"):
+        resolve("no_such_module:factory")
+    with pytest.raises(UnknownImplementation, match="not a kconform Adapter"):
+        resolve("conformance.paths:Path")
