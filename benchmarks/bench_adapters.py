@@ -85,8 +85,10 @@ def main() -> None:
     in_process = float(rows[1][1])
     print(f"{len(fixtures)} fixtures, {steps} steps per pass, median of {args.repeat} passes\n")
     print(tabulate(rows, headers=["path", "us/step", "steps/s", "vs pure"], tablefmt="github"))
-    print(f"\nstdio overhead per step over in-process: {float(rows[2][1]) - in_process:.1f} us "
-          f"({float(rows[2][1]) / in_process:.1f}x)")
+    print(
+        f"\nstdio overhead per step over in-process: {float(rows[2][1]) - in_process:.1f} us "
+        f"({float(rows[2][1]) / in_process:.1f}x)"
+    )
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from .values import evolve
 
 def _fetch_round(state: State, step: FetchRound) -> State:
     """FETCH-ROUND-1: send a fetch; deliver its response if the leader answered at once."""
-    state = follower.send_fetch(state.fire("FETCH-ROUND-1"), step.replica)
+    state = follower.send_fetch(state.fire("FETCH-ROUND-1"), step.replica, step.max_records)
     if any(r.dst == step.replica for r in state.fetch_responses):
         state = follower.deliver_fetch(state, step.replica)
     return state
@@ -55,7 +55,7 @@ def _check_replica(state: State, name: str, kind: str) -> None:
 
 ACTIONS: dict[type, Callable[[State, Any], State]] = {
     Produce: producer.produce,
-    Fetch: lambda s, step: follower.send_fetch(s, step.replica),
+    Fetch: lambda s, step: follower.send_fetch(s, step.replica, step.max_records),
     DeliverFetch: lambda s, step: follower.deliver_fetch(s, step.replica),
     FetchRound: _fetch_round,
     EpochRequest: lambda s, step: follower.send_epoch_request(s, step.replica),

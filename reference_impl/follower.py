@@ -42,7 +42,7 @@ def _require_follower(state: State, replica_id: str, action: str, rule: str) -> 
 # --- fetch ---------------------------------------------------------------------------
 
 
-def send_fetch(state: State, replica_id: str) -> State:
+def send_fetch(state: State, replica_id: str, max_records: int | None = None) -> State:
     """FETCH-PRE-1: a live follower with no fetch outstanding (and, under leader-epoch,
     done truncating) sends ``fetch(offset = LEO)`` to the leader it knows, carrying its
     current leader epoch and, under diverging-epoch, the epoch of its last record."""
@@ -65,7 +65,14 @@ def send_fetch(state: State, replica_id: str) -> State:
     state = state.fire("FETCH-PRE-1")
     assert follower.leader is not None
     return handle_fetch(
-        state, follower.leader, replica_id, follower.leo, follower.leader_epoch, last_fetched, follower.incarnation
+        state,
+        follower.leader,
+        replica_id,
+        follower.leo,
+        follower.leader_epoch,
+        last_fetched,
+        follower.incarnation,
+        max_records,
     )
 
 

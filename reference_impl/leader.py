@@ -225,6 +225,7 @@ def handle_fetch(
     request_epoch: int,
     last_fetched_epoch: int | None,
     incarnation: int,
+    max_records: int | None = None,
 ) -> State:
     """Leader ``leader_id`` handles a fetch from ``follower_id`` at ``fetch_offset``."""
     leader = state.replica(leader_id)
@@ -275,7 +276,7 @@ def handle_fetch(
             error_response("OFFSET_OUT_OF_RANGE", leader_leo=leader.leo),
         )
 
-    records = logmod.read(leader.log, fetch_offset)
+    records = logmod.read(leader.log, fetch_offset, _read_end(fetch_offset, max_records))
     state = state.fire("FETCH-LEADER-3")
     state = _update_follower_progress(state, leader_id, follower_id, fetch_offset)
     state = maybe_expand_isr(state, leader_id, follower_id)
@@ -290,6 +291,7 @@ def handle_fetch(
             fetch_offset=fetch_offset,
             deadline_ms=state.clock_ms + state.config.replica_fetch_wait_max_ms,
             incarnation=incarnation,
+            max_records=max_records,
         )
         return evolve(state, parked_fetches=(*state.parked_fetches, parked)).fire("FETCH-PARK-1")
 
@@ -305,6 +307,11 @@ def handle_fetch(
     return _respond(state, response)
 
 
+def _read_end(fetch_offset: int, max_records: int | None) -> int | None:
+    """FETCH-LEADER-3: a response carries at most ``max_records`` records."""
+    return None if max_records is None else fetch_offset + max_records
+
+
 def complete_parked_fetch(state: State, parked: ParkedFetch, rule: str) -> State:
     """FETCH-PARK-2/3: a parked fetch completes; it reads the log and the HW *now*
     (``DelayedFetch.onComplete`` re-reads) without updating the follower's progress again."""
@@ -315,7 +322,7 @@ def complete_parked_fetch(state: State, parked: ParkedFetch, rule: str) -> State
         src=parked.leader,
         request_epoch=parked.request_epoch,
         fetch_offset=parked.fetch_offset,
-        records=logmod.read(leader.log, parked.fetch_offset),
+        records=logmod.read(leader.log, parked.fetch_offset, _read_end(parked.fetch_offset, parked.max_records)),
         hw=leader.hw,
         incarnation=parked.incarnation,
     )

@@ -44,6 +44,7 @@ class ParkedFetch:
     deadline_ms: int
     """Arrival time + ``replica.fetch.wait.max.ms``."""
     incarnation: int = 0
+    max_records: int | None = None
 
 
 @dataclass(frozen=True)

@@ -29,10 +29,15 @@ class Produce:
 
 @dataclass(frozen=True)
 class Fetch:
-    """Follower ``replica`` sends a fetch; its leader handles it (responds or parks it)."""
+    """Follower ``replica`` sends a fetch; its leader handles it (responds or parks it).
+
+    ``max_records`` caps how many records the response carries (standing for
+    ``replica.fetch.max.bytes``); without it the leader sends everything to its LEO.
+    """
 
     kind: ClassVar[str] = "fetch"
     replica: str
+    max_records: int | None = None
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,7 @@ class FetchRound:
 
     kind: ClassVar[str] = "fetch_round"
     replica: str
+    max_records: int | None = None
 
 
 @dataclass(frozen=True)
@@ -225,6 +231,9 @@ def step_from_dict(data: Mapping[str, Any]) -> Step:
         elif f.name in ("ms", "offset", "unflushed_from"):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise StepFormatError(f.name, f"{kind}: must be a non-negative integer, got {value!r}")
+        elif f.name == "max_records":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise StepFormatError(f.name, f"{kind}: must be a positive integer, got {value!r}")
         elif value is not None:
             value = _check_str(kind, f.name, value)
         kwargs[f.name] = value
