@@ -8,6 +8,7 @@ step points at the line of that field.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -30,6 +31,9 @@ from reference_impl import (
 from .paths import SCHEMA_DIR
 
 PathKey = tuple[str | int, ...]
+
+# Safe loading only; libyaml's C parser when PyYAML has it (several times faster).
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -120,18 +124,18 @@ def _line_for(lines: Mapping[PathKey, int], path: PathKey) -> int:
     return lines.get(path, 1)
 
 
-_SCHEMA: dict[str, Any] | None = None
-
-
+@functools.cache
 def fixture_schema() -> dict[str, Any]:
-    global _SCHEMA
-    if _SCHEMA is None:
-        _SCHEMA = json.loads((SCHEMA_DIR / "fixture.schema.json").read_text())
-    return _SCHEMA
+    return json.loads((SCHEMA_DIR / "fixture.schema.json").read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(fixture_schema())
 
 
 def _schema_problems(doc: Any, lines: Mapping[PathKey, int], file: str) -> list[Problem]:
-    validator = jsonschema.Draft202012Validator(fixture_schema())
+    validator = _validator()
     problems = []
     for error in validator.iter_errors(doc):
         # if/then failures nest the real reason one level down: report the leaves.
@@ -175,15 +179,18 @@ def load_fixture_file(path: Path) -> list[Fixture]:
         raise FixtureError([Problem(file, 1, "(file)", f"cannot read: {exc.strerror or exc}")]) from None
     except UnicodeDecodeError as exc:
         raise FixtureError([Problem(file, 1, "(file)", f"not UTF-8 text: {exc.reason}")]) from None
+    loader = _SafeLoader(text)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        doc = yaml.load(text, Loader=yaml.SafeLoader)
+        node = loader.get_single_node()  # parse once: the nodes give the line numbers ...
+        doc = loader.construct_document(node) if node is not None else None  # ... and the data
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else 1
         raise FixtureError([Problem(file, line, "(yaml)", str(exc.problem or exc))]) from None
     except yaml.YAMLError as exc:
         raise FixtureError([Problem(file, 1, "(yaml)", str(exc))]) from None
+    finally:
+        loader.dispose()
     if node is None:
         raise FixtureError([Problem(file, 1, "(document)", "the file is empty")])
     lines: dict[PathKey, int] = {}
