@@ -237,6 +237,25 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return 1 if changes["regressions"] else 0
 
 
+def cmd_fuzz(args: argparse.Namespace) -> int:
+    from .stateful import fuzz, witness_fixture  # hypothesis is only needed here
+
+    try:
+        resolve(args.impl, timeout_s=args.timeout)
+    except UnknownImplementation as exc:
+        _fail(str(exc))
+    generation = reference_impl.Generation(args.generation)
+    trace = fuzz(lambda: resolve(args.impl, timeout_s=args.timeout), generation, args.examples, args.steps)
+    if trace is None:
+        print(f"{args.impl} agreed with the reference on {args.examples} random runs ({args.generation})")
+        return 0
+    args.witness.parent.mkdir(parents=True, exist_ok=True)
+    args.witness.write_text(witness_fixture(trace), encoding="utf-8")
+    print(f"{args.impl} disagrees with the reference after {len(trace.steps)} steps (shrunk).")
+    print(f"witness fixture: {args.witness}  (replay: kconform run --impl '{args.impl}' --fixtures {args.witness})")
+    return 1
+
+
 # --- parser ---------------------------------------------------------------------------
 
 
@@ -289,6 +308,15 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--matrix", action="store_true", help="terminal: add the fixture x implementation matrix")
     rep.add_argument("-o", "--output", type=Path, help="write to a file instead of stdout")
     rep.set_defaults(func=cmd_report)
+
+    fz = sub.add_parser("fuzz", help="random runs against the reference, step by step; shrink a disagreement")
+    fz.add_argument("--impl", required=True, metavar="SPEC")
+    fz.add_argument("--generation", default="leader-epoch", choices=[g.value for g in reference_impl.Generation])
+    fz.add_argument("--examples", type=int, default=100, help="random runs (default 100)")
+    fz.add_argument("--steps", type=int, default=30, help="steps per run (default 30)")
+    fz.add_argument("--witness", type=Path, default=Path("out/fuzz-witness.yaml"))
+    fz.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="stdio reply timeout, seconds")
+    fz.set_defaults(func=cmd_fuzz)
 
     dif = sub.add_parser("diff", help="regressions and fixes between two results files")
     dif.add_argument("old", type=Path)

@@ -177,3 +177,25 @@ def test_list_explain_impls(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2 and "no fixture 'nope'" in err
     code, out, _ = run(capsys, "impls")
     assert code == 0 and "reference-diverging-epoch" in out
+
+
+def test_fuzz_agrees_for_the_reference_and_writes_a_witness_otherwise(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, _ = run(capsys, "fuzz", "--impl", "reference", "--examples", "5", "--steps", "10")
+    assert code == 0 and "agreed with the reference on 5 random runs" in out
+    witness = tmp_path / "w.yaml"
+    code, out, _ = run(capsys, "fuzz", "--impl", WRONG_HW, "--examples", "20", "--witness", str(witness))
+    assert code == 1 and witness.exists()
+    code, _, _ = run(
+        capsys,
+        "run",
+        "--impl",
+        WRONG_HW,
+        "--fixtures",
+        str(witness),
+        "--no-progress",
+        "--results",
+        str(tmp_path / "r.json"),
+    )
+    assert code == 1
