@@ -21,6 +21,7 @@ from tabulate import tabulate
 import reference_impl
 
 from . import reports
+from .adapter import AdapterError
 from .bundled import DEFAULT_SUITE
 from .expectations import Expectations, load_expectations
 from .explain import explain
@@ -241,11 +242,14 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     from .stateful import fuzz, witness_fixture  # hypothesis is only needed here
 
     try:
-        resolve(args.impl, timeout_s=args.timeout)
+        adapter = resolve(args.impl, timeout_s=args.timeout)
     except UnknownImplementation as exc:
         _fail(str(exc))
     generation = reference_impl.Generation(args.generation)
-    trace = fuzz(lambda: resolve(args.impl, timeout_s=args.timeout), generation, args.examples, args.steps)
+    try:
+        trace = fuzz(adapter, generation, args.examples, args.steps, derandomize=args.derandomize)
+    except AdapterError as exc:
+        _fail(f"{args.impl} cannot describe itself: {exc.message}\n{exc.detail}")
     if trace is None:
         print(f"{args.impl} agreed with the reference on {args.examples} random runs ({args.generation})")
         return 0
@@ -315,6 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
     fz.add_argument("--examples", type=int, default=100, help="random runs (default 100)")
     fz.add_argument("--steps", type=int, default=30, help="steps per run (default 30)")
     fz.add_argument("--witness", type=Path, default=Path("out/fuzz-witness.yaml"))
+    fz.add_argument("--derandomize", action="store_true", help="the same runs every time (for CI)")
     fz.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="stdio reply timeout, seconds")
     fz.set_defaults(func=cmd_fuzz)
 

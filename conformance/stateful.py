@@ -11,7 +11,6 @@ shrinks the run; ``witness_fixture`` turns the shrunk run into a YAML fixture th
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +32,7 @@ from reference_impl import (
     step_to_dict,
 )
 
-from .adapter import Adapter
+from .adapter import Adapter, AdapterError
 from .compare import first_divergence
 from .runner import comparable
 
@@ -67,25 +66,30 @@ def configs(generation: Generation) -> st.SearchStrategy[Config]:
     )
 
 
-def make_machine(adapter_factory: Callable[[], Adapter], generation: Generation) -> type[RuleBasedStateMachine]:
-    """A state machine class comparing a fresh adapter with the reference."""
+def make_machine(adapter: Adapter, generation: Generation) -> type[RuleBasedStateMachine]:
+    """A state machine class comparing ``adapter`` with the reference.
+
+    One adapter serves every run (``reset`` starts each afresh), so a stdio
+    implementation is not restarted per example unless it fails.
+    """
+    description = adapter.describe()
 
     class Differential(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
-            self.adapter = adapter_factory()
-            self.description = self.adapter.describe()
+            self.adapter = adapter
+            self.description = description
             self.state: State | None = None
             self.trace = Trace()
-
-        def teardown(self) -> None:
-            self.adapter.close()
 
         @initialize(config=configs(generation))
         def start(self, config: Config) -> None:
             self.state = initial_state(config)
             self.trace.config = config
-            self.adapter.reset(config.to_dict())
+            try:
+                self.adapter.reset(config.to_dict())
+            except AdapterError as exc:
+                raise Disagreement(f"reset failed: {exc.message}", self.trace) from None
 
         @rule(data=st.data())
         def step(self, data: st.DataObject) -> None:
@@ -103,7 +107,10 @@ def make_machine(adapter_factory: Callable[[], Adapter], generation: Generation)
             expected = observe(self.state)
             self.trace.steps.append(do)
             self.trace.observations.append(expected)
-            answer = self.adapter.step(do)
+            try:
+                answer = self.adapter.step(do)
+            except AdapterError as exc:
+                raise Disagreement(f"after {do}: the implementation failed: {exc.message}", self.trace) from None
             if answer.rejected is not None:
                 raise Disagreement(f"step {do} rejected by the implementation: {answer.rejected}", self.trace)
             found = first_divergence(comparable(expected, self.description), answer.observation or {})
@@ -125,10 +132,18 @@ def make_machine(adapter_factory: Callable[[], Adapter], generation: Generation)
 
 
 def fuzz(
-    adapter_factory: Callable[[], Adapter], generation: Generation, examples: int = 100, steps: int = 30
+    adapter: Adapter,
+    generation: Generation,
+    examples: int = 100,
+    steps: int = 30,
+    derandomize: bool = False,
 ) -> Trace | None:
-    """Run the differential machine; return the shrunk failing run, or None."""
-    machine = make_machine(adapter_factory, generation)
+    """Run the differential machine; return the shrunk failing run, or None.
+
+    ``derandomize`` makes the runs the same every time (tests, CI); by default each call
+    explores new ones.
+    """
+    machine = make_machine(adapter, generation)
     try:
         run_state_machine_as_test(
             machine,
@@ -137,11 +152,14 @@ def fuzz(
                 stateful_step_count=steps,
                 deadline=None,
                 database=None,
+                derandomize=derandomize,
                 suppress_health_check=list(HealthCheck),
             ),
         )
     except Disagreement as exc:
         return exc.trace
+    finally:
+        adapter.close()
     return None
 
 
