@@ -171,17 +171,19 @@ def test_FETCH_LEADER_1_fencing_only_in_epoch_generations() -> None:
             assert responses == [] and len(s.parked_fetches) == 1
 
 
+# B leads epoch 1 and writes m at offset 1 that nobody copies; then C leads epoch 2.
+B_DIVERGES = (
+    P,
+    fround("B"),
+    fround("C"),
+    {"kind": "elect", "leader": "B"},
+    P,
+    {"kind": "elect", "leader": "C"},
+)
+
+
 def test_FETCH_LEADER_2_diverging_epoch_and_no_progress_update() -> None:
-    s = run_steps(
-        cfg(DE, ("A", "B", "C")),
-        P,
-        fround("B"),
-        fround("C"),
-        {"kind": "elect", "leader": "B"},
-        P,
-        {"kind": "elect", "leader": "C"},
-        fetch("B"),
-    )
+    s = run_steps(cfg(DE, ("A", "B", "C")), *B_DIVERGES, fetch("B"))
     assert observe(s)["in_flight"]["fetch_responses"] == ["C->B FetchResponse(epoch=2 offset=2 diverging=(0,1) hw=0)"]
     assert rep(s, "C")["remote_leo"]["B"] is None
 
@@ -277,16 +279,7 @@ def test_FOLLOWER_OOR_2_hw_truncation_halts_when_unclean_is_disabled() -> None:
 
 
 def test_FOLLOWER_DIVERGE_1_truncates_from_the_diverging_epoch() -> None:
-    s = run_steps(
-        cfg(DE, ("A", "B", "C")),
-        P,
-        fround("B"),
-        fround("C"),
-        {"kind": "elect", "leader": "B"},
-        P,
-        {"kind": "elect", "leader": "C"},
-        fround("B"),
-    )
+    s = run_steps(cfg(DE, ("A", "B", "C")), *B_DIVERGES, fround("B"))
     assert rep(s, "B")["log"] == ["m@0"] and "FOLLOWER-DIVERGE-1" in s.fired
 
 
