@@ -277,10 +277,14 @@ def handle_fetch(
         )
 
     records = logmod.read(leader.log, fetch_offset, _read_end(fetch_offset, max_records))
+    previous_leo = leader.follower(follower_id).remote_leo
     state = state.fire("FETCH-LEADER-3")
     state = _update_follower_progress(state, leader_id, follower_id, fetch_offset)
     state = maybe_expand_isr(state, leader_id, follower_id)
-    state = maybe_increment_hw(state, leader_id)
+    # HW-LEADER-1: 2.7+ retries the HW only when the follower's LEO moved
+    # (Partition.updateFollowerFetchState); 0.10 and 0.11 retry on every fetch.
+    if gen is not Generation.DIVERGING_EPOCH or previous_leo != fetch_offset:
+        state = maybe_increment_hw(state, leader_id)
 
     if not records:
         # FETCH-PARK-1: nothing to send (fetch.min.bytes = 1): park in purgatory.
