@@ -188,21 +188,27 @@ def test_FETCH_LEADER_2_diverging_epoch_and_no_progress_update() -> None:
     assert rep(s, "C")["remote_leo"]["B"] is None
 
 
+# A has m (HW 1); B lost it in a power failure and leads epoch 1 with an empty log; A is back.
+LEADER_BEHIND = (
+    P,
+    fround("B"),
+    fetch("B"),
+    {"kind": "tick", "ms": 500},
+    {"kind": "deliver_fetch", "replica": "B"},
+    {"kind": "crash", "replica": "A"},
+    {"kind": "crash", "replica": "B", "unflushed_from": 0},
+    {"kind": "restart", "replica": "B"},
+    {"kind": "elect"},
+    {"kind": "restart", "replica": "A"},
+)
+
+
 def test_FETCH_LEADER_4_offset_out_of_range() -> None:
     # A follower whose log outgrew the leader's (hw-truncation keeps it: HW truncation
     # stops at its own HW).
     s = run_steps(
         cfg(HT, unclean_leader_election=True, replica_high_watermark_checkpoint_interval_ms=0),
-        P,
-        fround("B"),
-        fetch("B"),
-        {"kind": "tick", "ms": 500},
-        {"kind": "deliver_fetch", "replica": "B"},
-        {"kind": "crash", "replica": "A"},
-        {"kind": "crash", "replica": "B", "unflushed_from": 0},
-        {"kind": "restart", "replica": "B"},
-        {"kind": "elect"},
-        {"kind": "restart", "replica": "A"},
+        *LEADER_BEHIND,
         fetch("A"),
     )
     assert observe(s)["in_flight"]["fetch_responses"] == [
@@ -263,16 +269,7 @@ def test_FOLLOWER_FETCH_3_error_changes_nothing() -> None:
 def test_FOLLOWER_OOR_2_hw_truncation_halts_when_unclean_is_disabled() -> None:
     s = run_steps(
         cfg(HT, replica_high_watermark_checkpoint_interval_ms=0),
-        P,
-        fround("B"),
-        fetch("B"),
-        {"kind": "tick", "ms": 500},
-        {"kind": "deliver_fetch", "replica": "B"},
-        {"kind": "crash", "replica": "A"},
-        {"kind": "crash", "replica": "B", "unflushed_from": 0},
-        {"kind": "restart", "replica": "B"},
-        {"kind": "elect"},
-        {"kind": "restart", "replica": "A"},
+        *LEADER_BEHIND,
         fround("A"),
     )
     assert rep(s, "A")["online"] is False and "FOLLOWER-OOR-2" in s.fired
