@@ -12,7 +12,8 @@ from typing import Any
 
 from tabulate import tabulate
 
-from reference_impl import StepRejected, apply, initial_state, observe
+from reference_impl import State, StepRejected, apply, initial_state, observe
+from reference_impl.describe import describe_replica
 
 from .compare import leaf_paths
 from .fixtures import Fixture
@@ -41,7 +42,8 @@ def _action(do: dict[str, Any]) -> str:
     return f"{do['kind']} {rest}".strip()
 
 
-def explain_rows(fixture: Fixture) -> list[list[str]]:
+def explain_rows(fixture: Fixture) -> tuple[list[list[str]], State]:
+    """The step table's rows, and the state the fixture ends in."""
     state = initial_state(fixture.config)
     before = flatten(observe(state))
     rows: list[list[str]] = []
@@ -71,18 +73,20 @@ def explain_rows(fixture: Fixture) -> list[list[str]]:
                 ]
             )
         before = after
-    return rows
+    return rows, state
 
 
 def explain(fixture: Fixture, fmt: str = "rounded_outline") -> str:
     head = f"{fixture.id}: {fixture.title}\nsource: {fixture.source}\nfile: {fixture.path}\n"
     config = ", ".join(f"{k}={_show(v)}" for k, v in fixture.config.to_dict().items())
+    rows, final = explain_rows(fixture)
     table = tabulate(
-        explain_rows(fixture),
+        rows,
         headers=["step", "do", "field (* = checked)", "old", "new", "rules", "why"],
         tablefmt=fmt,
         disable_numparse=True,
         # wrap long cells on a terminal; never in Markdown (a newline would break the table)
         maxcolwidths=None if fmt == "github" else [None, 28, None, 26, 26, 28, 40],
     )
-    return f"{head}config: {config}\n\n{table}\n"
+    end = "\n".join(f"  {describe_replica(r)}" for r in final.replicas)
+    return f"{head}config: {config}\n\n{table}\n\nfinal state:\n{end}\n"
