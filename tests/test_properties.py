@@ -50,7 +50,7 @@ def random_run(data: st.DataObject, config: Config, max_steps: int) -> tuple[Sta
 
 
 @pytest.mark.parametrize("generation", [Generation.LEADER_EPOCH, Generation.DIVERGING_EPOCH], ids=str)
-@settings(max_examples=150)
+@settings(max_examples=max(150, settings().max_examples))  # more with KCONFORM_HYPOTHESIS_PROFILE=thorough
 @given(data=st.data())
 def test_invariants_hold_under_epoch_generations(generation: Generation, data: st.DataObject) -> None:
     config = data.draw(configs(generation), label="config")
