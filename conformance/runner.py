@@ -16,6 +16,7 @@ The runner emits plain records (``FixtureResult.to_dict``); reports are built fr
 from __future__ import annotations
 
 import time
+import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,14 +150,16 @@ def run_fixture(adapter: Adapter, description: Description, fixture: Fixture, im
     config = fixture.config.to_dict()
     try:
         adapter.reset(config)
-    except AdapterError as exc:
-        return finish("errored", f"reset: {exc.message}", detail=exc.detail)
+    except Exception as exc:  # an implementation's fault must not end the run
+        message, detail = _fault(exc)
+        return finish("errored", f"reset: {message}", detail=detail)
     for fs in fixture.steps:
         where = f"step {fs.index} ({fs.step.kind}), {fixture.path}:{fs.line}"
         try:
             answer = adapter.step(fs.do)
-        except AdapterError as exc:
-            return finish("errored", f"{where}: {exc.message}", detail=exc.detail, steps_run=fs.index)
+        except Exception as exc:
+            message, detail = _fault(exc)
+            return finish("errored", f"{where}: {message}", detail=detail, steps_run=fs.index)
         result.steps_run = fs.index + 1
         if fs.expect_rejected:
             if answer.rejected is None:
@@ -193,6 +196,15 @@ def run_fixture(adapter: Adapter, description: Description, fixture: Fixture, im
     return finish("passed")
 
 
+def _fault(exc: Exception) -> tuple[str, str]:
+    """Reason and diagnostics for an implementation that failed to answer: an
+    ``AdapterError`` carries its own; anything else an in-process implementation raised
+    is reported with its traceback."""
+    if isinstance(exc, AdapterError):
+        return exc.message, exc.detail
+    return f"the implementation raised {type(exc).__name__}: {exc}", traceback.format_exc()
+
+
 def _divergence(index: int, line: int, path: str, expected: Any, actual: Any, why: str | None = None) -> dict[str, Any]:
     return {"step": index, "line": line, "field": path, "expected": expected, "actual": actual, "why": why or ""}
 
@@ -211,10 +223,10 @@ def run_fixtures(
     fixtures = list(fixtures)
     try:
         description = adapter.describe()
-    except AdapterError as exc:
+    except Exception as exc:
+        message, detail = _fault(exc)
         results = [
-            FixtureResult(impl_id, f.id, "errored", reason=f"describe: {exc.message}", detail=exc.detail)
-            for f in fixtures
+            FixtureResult(impl_id, f.id, "errored", reason=f"describe: {message}", detail=detail) for f in fixtures
         ]
         return None, results
     results = []
@@ -225,8 +237,8 @@ def run_fixtures(
         if result.outcome == "errored":
             try:
                 adapter.restart()
-            except AdapterError as exc:
-                result.detail = (result.detail + f"\nrestart failed: {exc.message}").strip()
+            except Exception as exc:
+                result.detail = (result.detail + f"\nrestart failed: {_fault(exc)[0]}").strip()
         results.append(result)
         if progress is not None:
             progress(impl_id, fixture, result)

@@ -144,3 +144,32 @@ def test_registry_resolves_all_three_forms() -> None:
         resolve("no_such_module:factory")
     with pytest.raises(UnknownImplementation, match="not a kconform Adapter"):
         resolve("conformance.paths:Path")
+
+
+def test_an_in_process_implementation_that_raises_is_errored_not_fatal() -> None:
+    calls = {"n": 0}
+
+    def flaky(state, step):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] % 2 == 0:
+            raise KeyError("replica")
+        return apply(state, step_from_dict(step))
+
+    adapter = FunctionAdapter(
+        Description(
+            "flaky",
+            "1",
+            ("leader-epoch",),
+            ("produce", "fetch_round", "fetch", "deliver_fetch", "tick"),
+            ("replicas",),
+            ("leo",),
+        ),
+        init=lambda config: initial_state(config_from_dict(config)),
+        apply=flaky,
+        observe=observe,
+    )
+    _, results = run_fixtures(adapter, "flaky", FIXTURES)
+    errored = [r for r in results if r.outcome == "errored"]
+    assert errored and len(results) == len(FIXTURES)
+    assert "the implementation raised KeyError: 'replica'" in errored[0].reason
+    assert "Traceback" in errored[0].detail
