@@ -1,7 +1,7 @@
 """What a leader does: handle fetches and epoch queries, keep the ISR, advance the HW.
 
 Each public function is one action of the spec, named actor + verb; guards come first,
-then new values, then one ``replace``. Rule ids in comments and ``fire`` calls match
+then new values, then one ``evolve``. Rule ids in comments and ``fire`` calls match
 ``spec/replication.md``.
 """
 

@@ -1,6 +1,6 @@
 """The state of one partition: replicas, controller, messages in flight, the clock.
 
-Every value is immutable. Actions build a new ``State`` with ``dataclasses.replace``;
+Every value is immutable. Actions build a new ``State`` with ``values.evolve``;
 nothing is ever mutated, so a state can be kept, compared and replayed.
 
 Variables are grouped as in the spec (``spec/replication.md`` section "State"):

@@ -2,7 +2,7 @@
 
 It does what ``dataclasses.replace`` does for the model's value types, without calling
 ``__init__`` again: the transition functions build a new state many times per step, and
-``replace`` was most of the model's run time (benchmarks/bench_reference.py). Values are
+``replace`` was half of the model's run time (profiled; benchmarks/bench_adapters.py). Values are
 still never mutated: ``evolve`` fills a fresh object.
 """
 
