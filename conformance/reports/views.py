@@ -65,7 +65,19 @@ def summary(doc: dict[str, Any]) -> Table:
         )
     n_fix = len(doc["fixtures"])
     note = f"{n_fix} fixtures x {len(doc['implementations'])} implementations in {doc['run']['duration_s']} s"
+    skips = Counter(_skip_kind(r["reason"]) for r in doc["results"] if r["outcome"] == "skipped")
+    if skips:
+        note += "; skipped: " + ", ".join(f"{n} {kind}" for kind, n in skips.most_common())
     return Table("Summary", ["implementation", *groups, "total", "unexpected"], rows, note)
+
+
+def _skip_kind(reason: str) -> str:
+    """A skip reason without its specifics, for counting (``generation not supported``)."""
+    if reason.startswith("generation "):
+        return "for a generation the implementation does not implement"
+    if reason.startswith("step kinds"):
+        return "for step kinds it does not support"
+    return reason
 
 
 def matrix(doc: dict[str, Any]) -> Table:
