@@ -173,3 +173,34 @@ def test_an_in_process_implementation_that_raises_is_errored_not_fatal() -> None
     assert errored and len(results) == len(FIXTURES)
     assert "the implementation raised KeyError: 'replica'" in errored[0].reason
     assert "Traceback" in errored[0].detail
+
+
+def test_example_adapter_messages_fit_the_protocol_schema() -> None:
+    """Requests kconform sends and replies the example sends validate against
+    spec/adapter-messages.schema.json."""
+    import io
+    import json
+
+    import jsonschema
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    from stdio_reference_adapter import Handler, serve
+
+    schema = json.loads((ROOT / "spec" / "adapter-messages.schema.json").read_text())
+    fixture = next(f for f in FIXTURES if f.id == "kip-320-fencing")
+    requests = [
+        {"cmd": "hello", "seq": 1, "protocol": 1},
+        {"cmd": "reset", "seq": 2, "config": fixture.config.to_dict()},
+    ]
+    requests += [{"cmd": "step", "seq": i + 3, "step": fs.do} for i, fs in enumerate(fixture.steps)]
+    requests.append({"cmd": "close", "seq": len(requests) + 1})
+    out = io.StringIO()
+    serve(Handler(), io.StringIO("".join(json.dumps(r) + "\n" for r in requests)), out)
+    replies = [json.loads(line) for line in out.getvalue().splitlines()]
+    request_validator = jsonschema.Draft202012Validator({**schema, "$ref": "#/$defs/request"})
+    reply_validator = jsonschema.Draft202012Validator({**schema, "$ref": "#/$defs/response"})
+    for request in requests:
+        request_validator.validate(request)
+    for reply in replies:
+        reply_validator.validate(reply)
+    assert [r["seq"] for r in replies] == [r["seq"] for r in requests]
