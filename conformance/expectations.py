@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from .fixtures import Problem
+from .fixtures import PathKey, Problem, field_path, line_for, line_map
 
 
 @dataclass
@@ -48,12 +48,15 @@ class Expectations:
 
 
 def load_expectations(paths: list[Path]) -> tuple[Expectations, list[Problem]]:
+    """Load expectations files; every problem as ``file:line: field: message``."""
     out = Expectations()
     problems: list[Problem] = []
     for path in paths:
         file = str(path)
         try:
-            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
+            node = yaml.compose(text, Loader=yaml.SafeLoader)
+            doc = yaml.safe_load(text)
         except OSError as exc:
             problems.append(Problem(file, 1, "(file)", f"cannot read: {exc.strerror or exc}"))
             continue
@@ -61,19 +64,30 @@ def load_expectations(paths: list[Path]) -> tuple[Expectations, list[Problem]]:
             line = exc.problem_mark.line + 1 if exc.problem_mark else 1
             problems.append(Problem(file, line, "(yaml)", str(exc.problem or exc)))
             continue
-        if not isinstance(doc, dict) or not isinstance(doc.get("implementation"), str):
-            problems.append(Problem(file, 1, "implementation", "an expectations file needs 'implementation: NAME'"))
+        lines: dict[PathKey, int] = {}
+        if node is not None:
+            line_map(node, (), lines, [])
+        problem = _check(doc)
+        if problem is not None:
+            key, message = problem
+            problems.append(Problem(file, line_for(lines, key), field_path(key), message))
             continue
-        failures = doc.get("expected_failures") or {}
-        if not isinstance(failures, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in failures.items()
-        ):
-            problems.append(Problem(file, 1, "expected_failures", "must map fixture ids to a non-empty reason string"))
-            continue
-        extra = sorted(set(doc) - {"implementation", "expected_failures"})
-        if extra:
-            problems.append(Problem(file, 1, extra[0], "unknown field (allowed: implementation, expected_failures)"))
-            continue
-        out.by_impl.setdefault(doc["implementation"], {}).update(failures)
+        out.by_impl.setdefault(doc["implementation"], {}).update(doc.get("expected_failures") or {})
         out.sources[doc["implementation"]] = file
     return out, problems
+
+
+def _check(doc: object) -> tuple[PathKey, str] | None:
+    """The first thing wrong with an expectations document, with its path."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("implementation"), str):
+        return ("implementation",), "an expectations file needs 'implementation: NAME'"
+    extra = sorted(set(doc) - {"implementation", "expected_failures"})
+    if extra:
+        return (extra[0],), "unknown field (allowed: implementation, expected_failures)"
+    failures = doc.get("expected_failures") or {}
+    if not isinstance(failures, dict):
+        return ("expected_failures",), "must map fixture ids to a reason"
+    for key, reason in failures.items():
+        if not (isinstance(key, str) and isinstance(reason, str) and reason.strip()):
+            return ("expected_failures", str(key)), "the reason must be a non-empty string"
+    return None

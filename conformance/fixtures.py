@@ -100,7 +100,7 @@ def field_path(path: Iterable[str | int]) -> str:
     return out or "(document)"
 
 
-def _line_map(node: yaml.Node, path: PathKey, lines: dict[PathKey, int], dupes: list[tuple[PathKey, int]]) -> None:
+def line_map(node: yaml.Node, path: PathKey, lines: dict[PathKey, int], dupes: list[tuple[PathKey, int]]) -> None:
     """Record the 1-based line of every node by its path; note duplicate mapping keys."""
     lines[path] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
@@ -110,15 +110,15 @@ def _line_map(node: yaml.Node, path: PathKey, lines: dict[PathKey, int], dupes: 
             if key in seen:
                 dupes.append(((*path, key), key_node.start_mark.line + 1))
             seen.add(key)
-            _line_map(value_node, (*path, key), lines, dupes)
+            line_map(value_node, (*path, key), lines, dupes)
             # a field's line is its key's line (a nested value may start lower down)
             lines[(*path, key)] = key_node.start_mark.line + 1
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _line_map(item, (*path, i), lines, dupes)
+            line_map(item, (*path, i), lines, dupes)
 
 
-def _line_for(lines: Mapping[PathKey, int], path: PathKey) -> int:
+def line_for(lines: Mapping[PathKey, int], path: PathKey) -> int:
     while path and path not in lines:
         path = path[:-1]
     return lines.get(path, 1)
@@ -142,7 +142,7 @@ def _schema_problems(doc: Any, lines: Mapping[PathKey, int], file: str) -> list[
         leaves = list(_leaf_errors(error))
         for leaf in leaves:
             path = tuple(leaf.absolute_path)
-            problems.append(Problem(file, _line_for(lines, path), field_path(path), _message(leaf)))
+            problems.append(Problem(file, line_for(lines, path), field_path(path), _message(leaf)))
     problems.sort(key=lambda p: (p.line, p.field))
     unique: list[Problem] = []
     for p in problems:
@@ -195,7 +195,7 @@ def load_fixture_file(path: Path) -> list[Fixture]:
         raise FixtureError([Problem(file, 1, "(document)", "the file is empty")])
     lines: dict[PathKey, int] = {}
     dupes: list[tuple[PathKey, int]] = []
-    _line_map(node, (), lines, dupes)
+    line_map(node, (), lines, dupes)
     problems = [Problem(file, line, field_path(p), "duplicate key (YAML keeps only the last)") for p, line in dupes]
     problems += _schema_problems(doc, lines, file)
     if problems:
@@ -212,7 +212,7 @@ def _build(doc: dict[str, Any], lines: Mapping[PathKey, int], path: Path) -> lis
         problems.append(
             Problem(
                 file,
-                _line_for(lines, ("config", "generation")),
+                line_for(lines, ("config", "generation")),
                 "config.generation",
                 "give either config.generation or generations, not both",
             )
@@ -223,7 +223,7 @@ def _build(doc: dict[str, Any], lines: Mapping[PathKey, int], path: Path) -> lis
             configs[gen] = config_from_dict({**config_data, "generation": gen})
         except ConfigError as exc:
             key: PathKey = ("config", exc.field)
-            problems.append(Problem(file, _line_for(lines, key), field_path(key), exc.message))
+            problems.append(Problem(file, line_for(lines, key), field_path(key), exc.message))
             break
     replicas = next(iter(configs.values())).replicas if configs else ()
     steps: list[FixtureStep] = []
@@ -232,14 +232,14 @@ def _build(doc: dict[str, Any], lines: Mapping[PathKey, int], path: Path) -> lis
             step = step_from_dict(raw["do"])
         except StepFormatError as exc:
             key = ("steps", i, "do", exc.field)
-            problems.append(Problem(file, _line_for(lines, key), field_path(key), exc.message))
+            problems.append(Problem(file, line_for(lines, key), field_path(key), exc.message))
             continue
         for key, name in _replica_names(i, raw):
             if replicas and name not in replicas:
                 problems.append(
                     Problem(
                         file,
-                        _line_for(lines, key),
+                        line_for(lines, key),
                         field_path(key),
                         f"unknown replica {name!r} (config.replicas: {list(replicas)})",
                     )
@@ -254,7 +254,7 @@ def _build(doc: dict[str, Any], lines: Mapping[PathKey, int], path: Path) -> lis
                 expect_rejected=raw.get("expect_rejected"),
                 why=raw.get("why"),
                 source=raw.get("source"),
-                line=_line_for(lines, ("steps", i)),
+                line=line_for(lines, ("steps", i)),
             )
         )
     if problems:

@@ -201,3 +201,11 @@ def test_fuzz_agrees_for_the_reference_and_writes_a_witness_otherwise(
         str(tmp_path / "r.json"),
     )
     assert code == 1
+
+
+def test_bad_expectations_file_names_line_and_field(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    bad = tmp_path / "e.yaml"
+    bad.write_text("implementation: x\nexpected_failures:\n  seed-01-normal-round: ''\n")
+    code, _, err = run(capsys, "run", "--expectations", str(bad), "--no-progress")
+    assert code == 2
+    assert f"{bad}:3: expected_failures.seed-01-normal-round: the reason must be a non-empty string" in err
