@@ -77,7 +77,6 @@ class PendingProduce:
 
     id: str
     leader: str
-    epoch: int
     required_offset: int
     """The leader's LEO right after the append: HW must reach it."""
     deadline_ms: int

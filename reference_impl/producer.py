@@ -11,7 +11,7 @@ from .errors import StepRejected
 from .leader import maybe_increment_hw, wake_parked_fetches
 from .log import Record
 from .messages import PendingProduce
-from .purgatory import maybe_complete_produces, record_outcome
+from .purgatory import record_outcome
 from .state import ProduceOutcome, Role, State
 from .steps import Produce
 from .values import evolve
@@ -52,25 +52,23 @@ def produce(state: State, step: Produce) -> State:
     state = state.with_replica(evolve(leader, log=leader.log + records, epoch_cache=cache))
     state = state.fire("PRODUCE-3")
     appended = tuple((base + i, r.value, r.epoch) for i, r in enumerate(records))
-    offsets = tuple(o for o, _, _ in appended)
 
     if step.acks == "all":
         pending = PendingProduce(
             id=produce_id,
             leader=target,
-            epoch=leader.leader_epoch,
             required_offset=base + len(records),
             deadline_ms=state.clock_ms + state.config.request_timeout_ms,
         )
         state = evolve(state, pending_produces=(*state.pending_produces, pending))
-        state = record_outcome(state, ProduceOutcome(produce_id, "all", "pending", offsets, appended))
+        state = record_outcome(state, ProduceOutcome(produce_id, "all", "pending", appended))
         state = state.fire("PRODUCE-5")
     else:
         status = "acked" if step.acks == "1" else "sent"
-        state = record_outcome(state, ProduceOutcome(produce_id, step.acks, status, offsets, appended))
+        state = record_outcome(state, ProduceOutcome(produce_id, step.acks, status, appended))
         state = state.fire("PRODUCE-4")
 
-    # The HW may move at once (an ISR of one), and parked fetches now have data.
+    # The HW may move at once (an ISR of one; HW-LEADER-1 then completes waiting
+    # produces), and parked fetches now have data.
     state = maybe_increment_hw(state, target)
-    state = maybe_complete_produces(state, target)
     return wake_parked_fetches(state, target)

@@ -107,7 +107,6 @@ class ProduceOutcome:
     acks: str
     status: str
     """``acked``, ``pending``, ``sent`` (acks=0) or a Kafka error name."""
-    offsets: tuple[int, ...] = ()
     records: tuple[tuple[int, str, int], ...] = ()
     """``(offset, value, epoch)`` of what was appended, for the invariants."""
 
