@@ -147,7 +147,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _terminal_options(args: argparse.Namespace) -> dict[str, Any]:
     if args.format != "terminal":
         return {}
-    return {"rules": args.rules, "matrix": args.matrix}
+    return {"rules": args.rules, "matrix": args.matrix, "all_failures": args.all_failures}
 
 
 def _warn_unused_expectations(expectations: Expectations, document: dict[str, Any]) -> None:
@@ -283,6 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--format", choices=reports.FORMATS, default="terminal", help="what to print (default: terminal)")
     run.add_argument("--rules", action="store_true", help="terminal: add the rule view")
     run.add_argument("--matrix", action="store_true", help="terminal: add the fixture x implementation matrix")
+    run.add_argument("--all-failures", action="store_true", help="terminal: every failure, not the first 10")
     run.add_argument("--results", type=Path, default=DEFAULT_RESULTS, help=f"results file (default: {DEFAULT_RESULTS})")
     run.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="stdio reply timeout, seconds")
     run.add_argument("--no-progress", action="store_true", help="no progress line on the terminal")
@@ -310,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--format", choices=reports.FORMATS, default="terminal")
     rep.add_argument("--rules", action="store_true", help="terminal: add the rule view")
     rep.add_argument("--matrix", action="store_true", help="terminal: add the fixture x implementation matrix")
+    rep.add_argument("--all-failures", action="store_true", help="terminal: every failure, not the first 10")
     rep.add_argument("-o", "--output", type=Path, help="write to a file instead of stdout")
     rep.set_defaults(func=cmd_report)
 

@@ -209,3 +209,12 @@ def test_bad_expectations_file_names_line_and_field(capsys: pytest.CaptureFixtur
     code, _, err = run(capsys, "run", "--expectations", str(bad), "--no-progress")
     assert code == 2
     assert f"{bad}:3: expected_failures.seed-01-normal-round: the reason must be a non-empty string" in err
+
+
+def test_terminal_report_shows_ten_failures_unless_asked(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    results = tmp_path / "r.json"
+    run(capsys, "run", "--impl", WRONG_HW, "--id", "seed-0*", "--no-progress", "--results", str(results))
+    code, out, _ = run(capsys, "report", str(results))
+    assert code == 0 and out.count(": FAIL\n") == 10 and "... and " in out
+    code, out, _ = run(capsys, "report", str(results), "--all-failures")
+    assert code == 0 and out.count(": FAIL\n") > 10 and "... and " not in out

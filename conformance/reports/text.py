@@ -17,7 +17,9 @@ def _render(table: views.Table, fmt: str, heading: str) -> str:
     return "\n".join(parts)
 
 
-def render(doc: dict[str, Any], fmt: str, heading: str, *, rules: bool, matrix: bool) -> str:
+def render(
+    doc: dict[str, Any], fmt: str, heading: str, *, rules: bool, matrix: bool, max_failures: int | None = None
+) -> str:
     tables = [views.summary(doc)]
     if matrix:
         tables.append(views.matrix(doc))
@@ -27,13 +29,24 @@ def render(doc: dict[str, Any], fmt: str, heading: str, *, rules: bool, matrix: 
     failures = views.failures(doc)
     if failures:
         out.append(heading + "Failures")
-        out += [_render(t, fmt, heading + "#" if heading else "") for t in failures]
+        shown = failures if max_failures is None else failures[:max_failures]
+        out += [_render(t, fmt, heading + "#" if heading else "") for t in shown]
+        if len(shown) < len(failures):
+            out.append(
+                f"... and {len(failures) - len(shown)} more: `kconform report RESULTS --format markdown` "
+                "(or --all-failures) shows them all"
+            )
     return "\n\n".join(out) + "\n"
 
 
-def terminal(doc: dict[str, Any], *, rules: bool = False, matrix: bool = False) -> str:
-    """The report for a terminal: summary, then the failures (matrix and rules on request)."""
-    return render(doc, "rounded_outline", "", rules=rules, matrix=matrix)
+TERMINAL_FAILURES = 10
+
+
+def terminal(doc: dict[str, Any], *, rules: bool = False, matrix: bool = False, all_failures: bool = False) -> str:
+    """The report for a terminal: summary, then the first failures (matrix and rules on
+    request)."""
+    limit = None if all_failures else TERMINAL_FAILURES
+    return render(doc, "rounded_outline", "", rules=rules, matrix=matrix, max_failures=limit)
 
 
 def markdown(doc: dict[str, Any]) -> str:
