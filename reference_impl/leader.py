@@ -7,9 +7,12 @@ then new values, then one ``evolve``. Rule ids in comments and ``fire`` calls ma
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import epoch_cache, hw
 from . import log as logmod
 from .config import Generation
+from .log import Record
 from .messages import EpochResponse, FetchResponse, ParkedFetch
 from .purgatory import maybe_complete_produces
 from .replica_ops import set_hw
@@ -230,23 +233,20 @@ def handle_fetch(
     """Leader ``leader_id`` handles a fetch from ``follower_id`` at ``fetch_offset``."""
     leader = state.replica(leader_id)
     gen = state.config.generation
-
-    def error_response(error: str, **extra: object) -> FetchResponse:
-        return FetchResponse(
-            dst=follower_id,
-            src=leader_id,
-            request_epoch=request_epoch,
-            fetch_offset=fetch_offset,
-            records=(),
-            hw=leader.hw,
-            error=error,
-            incarnation=incarnation,
-            **extra,  # type: ignore[arg-type]
-        )
+    # The request as the purgatory would hold it; every answer is addressed from it.
+    request = ParkedFetch(
+        follower=follower_id,
+        leader=leader_id,
+        request_epoch=request_epoch,
+        fetch_offset=fetch_offset,
+        deadline_ms=state.clock_ms + state.config.replica_fetch_wait_max_ms,
+        incarnation=incarnation,
+        max_records=max_records,
+    )
 
     error = fencing_error(leader, request_epoch, gen.uses_epochs)
     if error is not None:
-        return _respond(state.fire("FETCH-LEADER-1"), error_response(error))
+        return _respond(state.fire("FETCH-LEADER-1"), _answer(request, hw=leader.hw, error=error))
 
     hw_at_read = leader.hw  # FETCH-LEADER-3: sampled before this fetch updates anything
 
@@ -257,24 +257,12 @@ def handle_fetch(
         epoch, end = epoch_cache.end_offset_for(leader.epoch_cache, last_fetched_epoch, leader.leo)
         state = state.fire("FETCH-LEADER-2")
         if epoch < last_fetched_epoch or end < fetch_offset:
-            response = FetchResponse(
-                dst=follower_id,
-                src=leader_id,
-                request_epoch=request_epoch,
-                fetch_offset=fetch_offset,
-                records=(),
-                hw=hw_at_read,
-                diverging_epoch=(epoch, end),
-                incarnation=incarnation,
-            )
-            return _respond(state, response)
+            return _respond(state, _answer(request, hw=hw_at_read, diverging_epoch=(epoch, end)))
 
     if fetch_offset > leader.leo:
         # FETCH-LEADER-4: the follower asks beyond the leader's log.
-        return _respond(
-            state.fire("FETCH-LEADER-4"),
-            error_response("OFFSET_OUT_OF_RANGE", leader_leo=leader.leo),
-        )
+        answer = _answer(request, hw=leader.hw, error="OFFSET_OUT_OF_RANGE", leader_leo=leader.leo)
+        return _respond(state.fire("FETCH-LEADER-4"), answer)
 
     records = logmod.read(leader.log, fetch_offset, _read_end(fetch_offset, max_records))
     previous_leo = leader.follower(follower_id).remote_leo
@@ -288,27 +276,22 @@ def handle_fetch(
 
     if not records:
         # FETCH-PARK-1: nothing to send (fetch.min.bytes = 1): park in purgatory.
-        parked = ParkedFetch(
-            follower=follower_id,
-            leader=leader_id,
-            request_epoch=request_epoch,
-            fetch_offset=fetch_offset,
-            deadline_ms=state.clock_ms + state.config.replica_fetch_wait_max_ms,
-            incarnation=incarnation,
-            max_records=max_records,
-        )
-        return evolve(state, parked_fetches=(*state.parked_fetches, parked)).fire("FETCH-PARK-1")
+        return evolve(state, parked_fetches=(*state.parked_fetches, request)).fire("FETCH-PARK-1")
+    return _respond(state, _answer(request, records=records, hw=hw_at_read))
 
-    response = FetchResponse(
-        dst=follower_id,
-        src=leader_id,
-        request_epoch=request_epoch,
-        fetch_offset=fetch_offset,
+
+def _answer(request: ParkedFetch, *, hw: int, records: tuple[Record, ...] = (), **fields: Any) -> FetchResponse:
+    """A fetch response addressed back to the session that sent ``request``."""
+    return FetchResponse(
+        dst=request.follower,
+        src=request.leader,
+        request_epoch=request.request_epoch,
+        fetch_offset=request.fetch_offset,
         records=records,
-        hw=hw_at_read,
-        incarnation=incarnation,
+        hw=hw,
+        incarnation=request.incarnation,
+        **fields,
     )
-    return _respond(state, response)
 
 
 def _read_end(fetch_offset: int, max_records: int | None) -> int | None:
@@ -321,16 +304,8 @@ def complete_parked_fetch(state: State, parked: ParkedFetch, rule: str) -> State
     (``DelayedFetch.onComplete`` re-reads) without updating the follower's progress again."""
     state = evolve(state, parked_fetches=tuple(p for p in state.parked_fetches if p != parked))
     leader = state.replica(parked.leader)
-    response = FetchResponse(
-        dst=parked.follower,
-        src=parked.leader,
-        request_epoch=parked.request_epoch,
-        fetch_offset=parked.fetch_offset,
-        records=logmod.read(leader.log, parked.fetch_offset, _read_end(parked.fetch_offset, parked.max_records)),
-        hw=leader.hw,
-        incarnation=parked.incarnation,
-    )
-    return _respond(state.fire(rule), response)
+    records = logmod.read(leader.log, parked.fetch_offset, _read_end(parked.fetch_offset, parked.max_records))
+    return _respond(state.fire(rule), _answer(parked, records=records, hw=leader.hw))
 
 
 def wake_parked_fetches(state: State, leader_id: str) -> State:
@@ -354,17 +329,7 @@ def abort_parked_fetches(state: State, leader_id: str, *, error: str | None) -> 
         return state
     leader = state.replica(leader_id)
     for parked in mine:
-        response = FetchResponse(
-            dst=parked.follower,
-            src=leader_id,
-            request_epoch=parked.request_epoch,
-            fetch_offset=parked.fetch_offset,
-            records=(),
-            hw=leader.hw,
-            error=error,
-            incarnation=parked.incarnation,
-        )
-        state = _respond(state, response)
+        state = _respond(state, _answer(parked, hw=leader.hw, error=error))
     return state
 
 

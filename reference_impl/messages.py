@@ -35,7 +35,8 @@ class FetchResponse:
 
 @dataclass(frozen=True)
 class ParkedFetch:
-    """A follower fetch held in the leader's fetch purgatory (DelayedFetch)."""
+    """A follower's fetch as the leader holds it: parked in the fetch purgatory
+    (DelayedFetch) when there is nothing to read; every answer is addressed from it."""
 
     follower: str
     leader: str
