@@ -12,7 +12,6 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .leader import is_current_leader
 from .state import Role, State
 
 
@@ -40,14 +39,13 @@ def strong_isr(state: State) -> list[Violation]:
     leader's HW. This is what makes any ISR member a safe leader (TLA+ ``StrongIsr``)."""
     out = []
     for leader in state.replicas:
-        if not is_current_leader(state, leader):
+        if not state.is_current_leader(leader):
             continue
-        committed = leader.log[: leader.hw]
         for name in state.controller.isr:
             member = state.replica(name)
             if name == leader.id or not member.online:
                 continue
-            if member.log[: leader.hw] != committed:
+            if not member.log.same_prefix(leader.log, leader.hw):
                 out.append(
                     Violation(
                         "StrongIsr",
@@ -68,19 +66,23 @@ def acked_not_lost(state: State) -> list[Violation]:
     if leader_id is None:
         return []
     leader = state.replica(leader_id)
-    if not is_current_leader(state, leader):
+    if not state.is_current_leader(leader):
         return []
     out = []
+    log = leader.log
+    leo = len(log)
     for offset, value, epoch in state.committed:
-        present = offset < leader.leo and (leader.log[offset].value, leader.log[offset].epoch) == (value, epoch)
-        if not present:
-            have = leader.log[offset].render() if offset < leader.leo else "nothing"
-            out.append(
-                Violation(
-                    "AckedNotLost",
-                    f"committed {value}@{epoch} at offset {offset} is gone from leader {leader_id} (has {have})",
-                )
+        if offset < leo:
+            record = log[offset]
+            if record.value == value and record.epoch == epoch:
+                continue
+        have = log[offset].render() if offset < leo else "nothing"
+        out.append(
+            Violation(
+                "AckedNotLost",
+                f"committed {value}@{epoch} at offset {offset} is gone from leader {leader_id} (has {have})",
             )
+        )
     return out
 
 
