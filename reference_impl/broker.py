@@ -28,9 +28,9 @@ def crash(d: Draft, replica_id: str, unflushed_from: int | None = None) -> None:
     fail_pending_produces(d, replica_id, "NETWORK_EXCEPTION", "PRODUCE-6")
     # Its own parked fetches at other leaders stay parked there: that leader does
     # not know; their responses are dropped on arrival (MSG-DROP-1).
-    d.fetch_responses = [r for r in d.fetch_responses if r.dst != replica_id]
-    d.epoch_responses = [r for r in d.epoch_responses if r.dst != replica_id]
-    d.leader_and_isr = [m for m in d.leader_and_isr if m.dst != replica_id]
+    d.fetch_responses = tuple(r for r in d.fetch_responses if r.dst != replica_id)
+    d.epoch_responses = tuple(r for r in d.epoch_responses if r.dst != replica_id)
+    d.leader_and_isr = tuple(m for m in d.leader_and_isr if m.dst != replica_id)
     d.put(evolve(replica, online=False, role=Role.NONE, progress=(), fetch_state=FetchState.FETCHING))
     d.fire("CRASH-1")
     if unflushed_from is not None:

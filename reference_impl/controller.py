@@ -71,7 +71,7 @@ def elect(d: Draft, step: Elect) -> None:
         if name in notify:
             apply_leader_and_isr(d, message)
         else:
-            d.leader_and_isr.append(message)
+            d.leader_and_isr = (*d.leader_and_isr, message)
 
 
 def deliver_leader_and_isr(d: Draft, replica_id: str) -> None:
@@ -79,7 +79,7 @@ def deliver_leader_and_isr(d: Draft, replica_id: str) -> None:
     message = next((m for m in d.leader_and_isr if m.dst == replica_id), None)
     if message is None:
         raise StepRejected("LAI-PRE-1", f"deliver_leader_and_isr: none is in flight to {replica_id}")
-    d.leader_and_isr = [m for m in d.leader_and_isr if m is not message]
+    d.leader_and_isr = tuple(m for m in d.leader_and_isr if m is not message)
     apply_leader_and_isr(d, message)
 
 

@@ -18,58 +18,53 @@ from .config import Config
 from .generation import Profile
 from .history import History
 from .messages import EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
-from .state import ConsumeOutcome, Controller, ProduceOutcome, Replica, Role, State
+from .state import MEMO, ConsumeOutcome, Controller, ProduceOutcome, Replica, Role, State
 
 
 class Draft:
-    """The state being built by one step (see the module doc)."""
+    """The state being built by one step (see the module doc).
 
-    __slots__ = (
-        "clock_ms",
-        "committed",
-        "config",
-        "consumed",
-        "controller",
-        "epoch_responses",
-        "fetch_responses",
-        "fired",
-        "leader_and_isr",
-        "parked_fetches",
-        "pending_produces",
-        "position",
-        "power_failures",
-        "produces",
-        "profile",
-        "replicas",
-        "unclean_elections",
-    )
+    It has the ``State`` fields as attributes (``replicas`` a list; ``fired`` a list of
+    the rules fired so far), plus ``profile`` and ``position`` from the config.
+    """
+
+    config: Config
+    clock_ms: int
+    replicas: list[Replica]
+    controller: Controller
+    fetch_responses: tuple[FetchResponse, ...]
+    parked_fetches: tuple[ParkedFetch, ...]
+    epoch_responses: tuple[EpochResponse, ...]
+    leader_and_isr: tuple[LeaderAndIsr, ...]
+    pending_produces: tuple[PendingProduce, ...]
+    produces: History[ProduceOutcome]
+    consumed: ConsumeOutcome | None
+    unclean_elections: int
+    power_failures: int
+    committed: History[tuple[int, str, int]]
+    fired: list[str]
 
     def __init__(self, state: State) -> None:
-        config = state.config
-        self.config: Config = config
-        self.profile: Profile = config.profile
-        self.position: dict[str, int] = config.position
-        self.clock_ms: int = state.clock_ms
-        self.replicas: list[Replica] = list(state.replicas)
-        self.controller: Controller = state.controller
-        self.fetch_responses: list[FetchResponse] = list(state.fetch_responses)
-        self.parked_fetches: list[ParkedFetch] = list(state.parked_fetches)
-        self.epoch_responses: list[EpochResponse] = list(state.epoch_responses)
-        self.leader_and_isr: list[LeaderAndIsr] = list(state.leader_and_isr)
-        self.pending_produces: list[PendingProduce] = list(state.pending_produces)
-        self.produces: History[ProduceOutcome] = state.produces
-        self.consumed: ConsumeOutcome | None = state.consumed
-        self.unclean_elections: int = state.unclean_elections
-        self.power_failures: int = state.power_failures
-        self.committed: History[tuple[int, str, int]] = state.committed
-        self.fired: list[str] = []
+        fields = self.__dict__
+        fields.update(state.__dict__)
+        fields.pop(MEMO, None)
+        self.replicas = list(state.replicas)
+        self.fired = []
+
+    @property
+    def profile(self) -> Profile:
+        return self.config.profile
+
+    @property
+    def position(self) -> dict[str, int]:
+        return self.config.position
 
     def replica(self, replica_id: str) -> Replica:
-        return self.replicas[self.position[replica_id]]
+        return self.replicas[self.config.position[replica_id]]
 
     def put(self, replica: Replica) -> None:
         """Replace the replica with ``replica.id`` by ``replica``."""
-        self.replicas[self.position[replica.id]] = replica
+        self.replicas[self.config.position[replica.id]] = replica
 
     def fire(self, *rules: str) -> None:
         self.fired.extend(rules)
@@ -87,21 +82,8 @@ class Draft:
     def freeze(self) -> State:
         """The new state (what the step leads to)."""
         state = object.__new__(State)
-        state.__dict__.update(
-            config=self.config,
-            clock_ms=self.clock_ms,
-            replicas=tuple(self.replicas),
-            controller=self.controller,
-            fetch_responses=tuple(self.fetch_responses),
-            parked_fetches=tuple(self.parked_fetches),
-            epoch_responses=tuple(self.epoch_responses),
-            leader_and_isr=tuple(self.leader_and_isr),
-            pending_produces=tuple(self.pending_produces),
-            produces=self.produces,
-            consumed=self.consumed,
-            unclean_elections=self.unclean_elections,
-            power_failures=self.power_failures,
-            committed=self.committed,
-            fired=tuple(self.fired),
-        )
+        fields = state.__dict__
+        fields.update(self.__dict__)
+        fields["replicas"] = tuple(self.replicas)
+        fields["fired"] = tuple(self.fired)
         return state

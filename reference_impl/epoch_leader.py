@@ -39,4 +39,4 @@ def handle_epoch_request(
     if not reachable(d, follower_id, incarnation, leader_id, request_epoch):
         d.fire("MSG-DROP-1")
         return
-    d.epoch_responses.append(response)
+    d.epoch_responses = (*d.epoch_responses, response)

@@ -16,7 +16,7 @@ def read_end(fetch_offset: int, max_records: int | None) -> int | None:
 def complete_parked_fetch(d: Draft, parked: ParkedFetch, rule: str) -> None:
     """FETCH-PARK-2/3: a parked fetch completes; it reads the log and the HW *now*
     (``DelayedFetch.onComplete`` re-reads) without updating the follower's progress again."""
-    d.parked_fetches = [p for p in d.parked_fetches if p != parked]
+    d.parked_fetches = tuple(p for p in d.parked_fetches if p != parked)
     leader = d.replica(parked.leader)
     records = leader.log.read(parked.fetch_offset, read_end(parked.fetch_offset, parked.max_records))
     d.fire(rule)
@@ -37,7 +37,7 @@ def abort_parked_fetches(d: Draft, leader_id: str, *, error: str | None) -> None
     mine = [p for p in d.parked_fetches if p.leader == leader_id]
     if not mine:
         return
-    d.parked_fetches = [p for p in d.parked_fetches if p.leader != leader_id]
+    d.parked_fetches = tuple(p for p in d.parked_fetches if p.leader != leader_id)
     d.fire("FETCH-PARK-4")
     if error is None:
         return

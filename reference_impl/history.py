@@ -26,7 +26,7 @@ class History(Generic[T]):
 
     def __init__(
         self,
-        key: Callable[[T], Hashable],
+        key: Callable[[T], Hashable] | None,
         chunks: tuple[tuple[T, ...], ...] = (),
         tail: tuple[T, ...] = (),
         index: dict[Hashable, list[int]] | None = None,
@@ -69,14 +69,44 @@ class History(Generic[T]):
     def __repr__(self) -> str:
         return f"History({list(self)!r})"
 
+    def _keyed(self, item: T) -> Hashable:
+        return item if self._key is None else self._key(item)  # type: ignore[return-value]
+
     def append(self, item: T) -> History[T]:
-        positions = self._index.setdefault(self._key(item), [])
+        positions = self._index.setdefault(self._keyed(item), [])
         if self._n not in positions:
             positions.append(self._n)
         tail = (*self._tail, item)
         if len(tail) == CHUNK:
             return History(self._key, (*self._chunks, tail), (), self._index)
         return History(self._key, self._chunks, tail, self._index)
+
+    def extend(self, items: Iterable[T]) -> History[T]:
+        """This history with ``items`` appended (O(len(items)) plus one chunk)."""
+        added = list(items)
+        if not added:
+            return self
+        index_setdefault = self._index.setdefault
+        for position, item in enumerate(added, start=self._n):
+            positions = index_setdefault(self._keyed(item), [])
+            if position not in positions:
+                positions.append(position)
+        pending = [*self._tail, *added]
+        cut = len(pending) - len(pending) % CHUNK
+        chunks = self._chunks + tuple(tuple(pending[i : i + CHUNK]) for i in range(0, cut, CHUNK))
+        return History(self._key, chunks, tuple(pending[cut:]), self._index)
+
+    def starts_with(self, other: History[T]) -> bool:
+        """Whether ``other`` is a prefix of this history (O(1) per shared chunk)."""
+        if other._n > self._n:
+            return False
+        k = len(other._chunks)
+        if self._chunks[:k] != other._chunks:
+            return False
+        if not other._tail:
+            return True
+        held = self._chunks[k] if k < len(self._chunks) else self._tail
+        return held[: len(other._tail)] == other._tail
 
     def replace(self, position: int, item: T) -> History[T]:
         """This history with the item at ``position`` replaced by one with the same key."""
@@ -91,7 +121,7 @@ class History(Generic[T]):
     def find(self, key: Hashable) -> int | None:
         """The position of the item with ``key`` in this history, or None."""
         for position in self._index.get(key, ()):
-            if position < self._n and self._key(self[position]) == key:
+            if position < self._n and self._keyed(self[position]) == key:
                 return position
         return None
 
@@ -101,7 +131,7 @@ class History(Generic[T]):
         full = len(chunks) * CHUNK
         out = []
         for item in items:
-            for position in index_get(key(item), ()):
+            for position in index_get(item if key is None else key(item), ()):
                 if position < n:
                     held = tail[position - full] if position >= full else chunks[position // CHUNK][position % CHUNK]
                     if held == item:
@@ -112,7 +142,7 @@ class History(Generic[T]):
 
     def __contains__(self, item: object) -> bool:
         try:
-            position = self.find(self._key(item))  # type: ignore[arg-type]
+            position = self.find(self._keyed(item))  # type: ignore[arg-type]
         except (TypeError, AttributeError):
             return False
         return position is not None and self[position] == item

@@ -125,7 +125,7 @@ def handle_fetch(
 
     if not records:
         # FETCH-PARK-1: nothing to send (fetch.min.bytes = 1): park in purgatory.
-        d.parked_fetches.append(request)
+        d.parked_fetches = (*d.parked_fetches, request)
         d.fire("FETCH-PARK-1")
         return
     respond(d, answer(request, records=records, hw=hw_at_read))

@@ -33,16 +33,16 @@ def reachable(d: Draft, dst: str, incarnation: int, src: str, request_epoch: int
 def drop_unreachable_answers(d: Draft, replica_id: str) -> None:
     """MSG-DROP-1: after a broker's role, leader or epoch changed, answers in flight to
     its old fetcher session are discarded."""
-    keep_fetch = [
+    keep_fetch = tuple(
         r
         for r in d.fetch_responses
         if r.dst != replica_id or reachable(d, r.dst, r.incarnation, r.src, r.request_epoch)
-    ]
-    keep_epoch = [
+    )
+    keep_epoch = tuple(
         r
         for r in d.epoch_responses
         if r.dst != replica_id or reachable(d, r.dst, r.incarnation, r.src, r.request_epoch)
-    ]
+    )
     if len(keep_fetch) == len(d.fetch_responses) and len(keep_epoch) == len(d.epoch_responses):
         return
     d.fetch_responses = keep_fetch
@@ -55,7 +55,7 @@ def respond(d: Draft, response: FetchResponse) -> None:
     if not reachable(d, response.dst, response.incarnation, response.src, response.request_epoch):
         d.fire("MSG-DROP-1")
         return
-    d.fetch_responses.append(response)
+    d.fetch_responses = (*d.fetch_responses, response)
 
 
 def answer(request: ParkedFetch, *, hw: int, records: tuple[Record, ...] = (), **fields: Any) -> FetchResponse:

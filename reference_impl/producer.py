@@ -63,7 +63,7 @@ def produce(d: Draft, step: Produce) -> None:
             required_offset=base + len(records),
             deadline_ms=d.clock_ms + d.config.request_timeout_ms,
         )
-        d.pending_produces.append(pending)
+        d.pending_produces = (*d.pending_produces, pending)
         record_outcome(d, ProduceOutcome(produce_id, "all", "pending", appended))
         d.fire("PRODUCE-5")
     else:

@@ -33,14 +33,13 @@ def outcome_of(d: Draft, produce_id: str) -> ProduceOutcome:
 
 def commit(d: Draft, records: Sequence[tuple[int, str, int]]) -> None:
     """Add records acknowledged or consumed to the committed history (once each)."""
-    committed = d.committed
-    for record in committed.missing(records):
-        committed = committed.append(record)
-    d.committed = committed
+    new = d.committed.missing(records)
+    if new:
+        d.committed = d.committed.extend(new)
 
 
 def _remove(d: Draft, pending: PendingProduce) -> None:
-    d.pending_produces = [p for p in d.pending_produces if p != pending]
+    d.pending_produces = tuple(p for p in d.pending_produces if p != pending)
 
 
 def maybe_complete_produces(d: Draft, leader_id: str) -> None:

@@ -160,12 +160,13 @@ class State:
         )
 
 
+MEMO = "_memo"
+"""Where a state keeps results computed from it (``invariants.py``); not a field, never
+copied to another state (``Draft``, ``evolve``)."""
+
+
 def produce_key(outcome: ProduceOutcome) -> str:
     return outcome.id
-
-
-def record_key(record: tuple[int, str, int]) -> tuple[int, str, int]:
-    return record
 
 
 def empty_produces() -> History[ProduceOutcome]:
@@ -173,7 +174,7 @@ def empty_produces() -> History[ProduceOutcome]:
 
 
 def empty_committed() -> History[tuple[int, str, int]]:
-    return History(record_key)
+    return History(None)  # a committed record is its own key
 
 
 __all__ = [

@@ -20,4 +20,5 @@ def evolve(value: T, **changes: Any) -> T:
         if name not in value.__dict__:
             raise TypeError(f"{type(value).__name__} has no field {name!r}")
     fresh.__dict__.update(changes)
+    fresh.__dict__.pop("_memo", None)  # results computed from the old value (state.MEMO)
     return fresh
