@@ -107,8 +107,11 @@ def _effects(runs: list[tuple[Any, list[Any]]]) -> list[tuple[int, list[Any], li
             committed = list(after.committed)[len(state.committed) :]
             changes.append((per_replica, outcomes, committed))
             state = after
-        summary = [*[repr(list(r.log)) + f"/{r.hw}" for r in state.replicas], repr(sorted(
-            (o.id, o.status) for o in state.produces)), repr(list(state.committed))]
+        summary = [
+            *[repr(list(r.log)) + f"/{r.hw}" for r in state.replicas],
+            repr(sorted((o.id, o.status) for o in state.produces)),
+            repr(list(state.committed)),
+        ]
         out.append((len(state.replicas), changes, summary))
     return out
 
@@ -136,8 +139,11 @@ def _floor(effects: list[tuple[int, list[Any], list[str]]], check_result: bool) 
                 committed.extend(new_committed)
             steps += 1
         if check_result:
-            mine = [*[repr(log) + f"/{hw}" for log, hw in zip(logs, hws, strict=True)], repr(sorted(outcomes.items())),
-                    repr(committed)]
+            mine = [
+                *[repr(log) + f"/{hw}" for log, hw in zip(logs, hws, strict=True)],
+                repr(sorted(outcomes.items())),
+                repr(committed),
+            ]
             if mine != summary:
                 raise SystemExit("the floor replay does not match the reference")
     return steps
@@ -352,8 +358,9 @@ def main() -> None:
     columns: list[tuple[str, dict[str, Any]]] = []
     if args.baseline != "none":
         tmp = Path(tempfile.mkdtemp(prefix="kconform-baseline-"))
-        subprocess.run(["git", "worktree", "add", "--detach", str(tmp), args.baseline], cwd=ROOT, check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(tmp), args.baseline], cwd=ROOT, check=True, capture_output=True
+        )
         try:
             columns.append((args.baseline, _run_worker(tmp, workloads, args, min(args.long, BASELINE_MAX_LONG))))
         finally:
@@ -382,8 +389,13 @@ def main() -> None:
             row.append(f"{new / old:.2f}" if figure != "fuzz steps/s" else f"{old / new:.2f}")
         rows.append(row)
     for name, results in columns:
-        rows.append([f"floor ({name})", f"mixed {results['mixed floor'] * 1e6:.2f} us",
-                     f"common {results['common floor'] * 1e6:.2f} us"])
+        rows.append(
+            [
+                f"floor ({name})",
+                f"mixed {results['mixed floor'] * 1e6:.2f} us",
+                f"common {results['common floor'] * 1e6:.2f} us",
+            ]
+        )
     headers = ["figure", *[name for name, _ in columns]]
     if len(columns) == 2:
         headers.append("new/old time")

@@ -124,14 +124,43 @@ def line_for(lines: Mapping[PathKey, int], path: PathKey) -> int:
     return lines.get(path, 1)
 
 
+SHARED_SCHEMAS = ("definitions.schema.json",)
+"""Schemas other schemas ``$ref`` by their ``$id`` (the one definition of a step and of
+an observation lives in ``spec/definitions.schema.json``)."""
+
+
 @functools.cache
+def load_schema(name: str) -> dict[str, Any]:
+    """A schema of ``spec/`` by file name."""
+    return json.loads((SCHEMA_DIR / name).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
+@functools.cache
+def schema_registry() -> Any:
+    """A ``referencing.Registry`` holding the shared schemas under their ``$id``."""
+    from referencing import Registry
+    from referencing.jsonschema import DRAFT202012
+
+    resources = [(load_schema(n)["$id"], DRAFT202012.create_resource(load_schema(n))) for n in SHARED_SCHEMAS]
+    return Registry().with_resources(resources)
+
+
+def schema_validator(name: str, definition: str | None = None) -> jsonschema.Draft202012Validator:
+    """A validator for the schema ``name`` (or for one of its ``$defs``), with the
+    shared definitions resolvable."""
+    schema = load_schema(name)
+    if definition is not None:
+        schema = {**schema, "$ref": f"#/$defs/{definition}"}
+    return jsonschema.Draft202012Validator(schema, registry=schema_registry())
+
+
 def fixture_schema() -> dict[str, Any]:
-    return json.loads((SCHEMA_DIR / "fixture.schema.json").read_text(encoding="utf-8"))
+    return load_schema("fixture.schema.json")
 
 
 @functools.cache
 def _validator() -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(fixture_schema())
+    return schema_validator("fixture.schema.json")
 
 
 def _schema_problems(doc: Any, lines: Mapping[PathKey, int], file: str) -> list[Problem]:

@@ -44,27 +44,25 @@ class Draft:
     committed: History[tuple[int, str, int]]
     fired: list[str]
 
+    profile: Profile
+    position: dict[str, int]
+
     def __init__(self, state: State) -> None:
         fields = self.__dict__
         fields.update(state.__dict__)
-        fields.pop(MEMO, None)
+        if MEMO in fields:
+            del fields[MEMO]
         self.replicas = list(state.replicas)
         self.fired = []
-
-    @property
-    def profile(self) -> Profile:
-        return self.config.profile
-
-    @property
-    def position(self) -> dict[str, int]:
-        return self.config.position
+        self.profile = state.config.profile
+        self.position = state.config.position
 
     def replica(self, replica_id: str) -> Replica:
-        return self.replicas[self.config.position[replica_id]]
+        return self.replicas[self.position[replica_id]]
 
     def put(self, replica: Replica) -> None:
         """Replace the replica with ``replica.id`` by ``replica``."""
-        self.replicas[self.config.position[replica.id]] = replica
+        self.replicas[self.position[replica.id]] = replica
 
     def fire(self, *rules: str) -> None:
         self.fired.extend(rules)
@@ -86,4 +84,5 @@ class Draft:
         fields.update(self.__dict__)
         fields["replicas"] = tuple(self.replicas)
         fields["fired"] = tuple(self.fired)
+        del fields["profile"], fields["position"]
         return state

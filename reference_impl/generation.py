@@ -28,11 +28,6 @@ class Generation(StrEnum):
     def profile(self) -> Profile:
         return PROFILES[self]
 
-    @property
-    def uses_epochs(self) -> bool:
-        """True when replicas keep a leader-epoch cache and requests carry epochs."""
-        return PROFILES[self].keeps_epoch_cache
-
 
 @dataclass(frozen=True)
 class Profile:

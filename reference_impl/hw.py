@@ -17,7 +17,7 @@ def leader_hw(current_hw: int, counted_leos: Iterable[int | None]) -> int:
     Kafka's -1 right after a leader change) holds the HW where it is.
     """
     leos = list(counted_leos)
-    if any(value is None for value in leos):
+    if None in leos:
         return current_hw
     candidate = min(leos)  # type: ignore[type-var]
     return max(current_hw, candidate)  # type: ignore[type-var]

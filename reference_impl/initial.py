@@ -38,7 +38,7 @@ def initial_state(config: Config) -> State:
                 for other in config.replicas
                 if other != name
             )
-            if config.generation.uses_epochs:
+            if config.profile.keeps_epoch_cache:
                 cache = epoch_cache.assign(cache, 0, 0)
         replicas.append(
             Replica(

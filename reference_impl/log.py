@@ -38,11 +38,12 @@ class Record:
 class Log(Sequence[Record]):
     """The first ``len(self)`` records of a shared, grow-only buffer (see the module doc)."""
 
-    __slots__ = ("_buf", "_n")
+    __slots__ = ("_buf", "end")
 
     def __init__(self, buf: list[Record] | None = None, n: int | None = None) -> None:
         self._buf: list[Record] = [] if buf is None else buf
-        self._n: int = len(self._buf) if n is None else n
+        self.end: int = len(self._buf) if n is None else n
+        """The number of records: the log end offset (LEO)."""
 
     @classmethod
     def of(cls, records: Sequence[Record]) -> Log:
@@ -50,7 +51,7 @@ class Log(Sequence[Record]):
         return cls(list(records))
 
     def __len__(self) -> int:
-        return self._n
+        return self.end
 
     @overload
     def __getitem__(self, index: int) -> Record: ...
@@ -58,22 +59,22 @@ class Log(Sequence[Record]):
     def __getitem__(self, index: slice) -> tuple[Record, ...]: ...
     def __getitem__(self, index: int | slice) -> Record | tuple[Record, ...]:
         if isinstance(index, slice):
-            start, stop, stride = index.indices(self._n)
+            start, stop, stride = index.indices(self.end)
             return tuple(self._buf[start:stop:stride])
         if index < 0:
-            index += self._n
-        if not 0 <= index < self._n:
+            index += self.end
+        if not 0 <= index < self.end:
             raise IndexError("log offset out of range")
         return self._buf[index]
 
     def __iter__(self) -> Iterator[Record]:
-        return islice(self._buf, self._n)
+        return islice(self._buf, self.end)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Log):
-            if self._n != other._n:
+            if self.end != other.end:
                 return False
-            return self._buf is other._buf or self._buf[: self._n] == other._buf[: other._n]
+            return self._buf is other._buf or self._buf[: self.end] == other._buf[: other.end]
         if isinstance(other, tuple):
             return tuple(self) == other
         return NotImplemented
@@ -89,7 +90,7 @@ class Log(Sequence[Record]):
         k = len(records)
         if not k:
             return self
-        buf, n = self._buf, self._n
+        buf, n = self._buf, self.end
         if len(buf) == n:
             buf.extend(records)
             return Log(buf, n + k)
@@ -102,16 +103,16 @@ class Log(Sequence[Record]):
     def truncate(self, offset: int) -> Log:
         """Remove every record at or above ``offset`` (Kafka ``Log.truncateTo``)."""
         offset = max(0, offset)
-        return self if offset >= self._n else Log(self._buf, offset)
+        return self if offset >= self.end else Log(self._buf, offset)
 
     def read(self, start: int, end: int | None = None) -> tuple[Record, ...]:
         """Records in ``[start, end)`` (``end`` defaults to, and is capped at, the LEO)."""
-        stop = self._n if end is None or end > self._n else end
+        stop = self.end if end is None or end > self.end else end
         return tuple(self._buf[start:stop]) if start < stop else ()
 
     def same_prefix(self, other: Log, n: int) -> bool:
         """``self[:n] == other[:n]``: O(1) when the logs share their buffer."""
-        if n > self._n or n > other._n:
+        if n > self.end or n > other.end:
             return self[:n] == other[:n]
         return self._buf is other._buf or self._buf[:n] == other._buf[:n]
 

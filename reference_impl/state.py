@@ -84,7 +84,7 @@ class Replica:
 
     @property
     def leo(self) -> int:
-        return len(self.log)
+        return self.log.end
 
     def follower(self, replica_id: str) -> FollowerProgress:
         for entry in self.progress:  # at most two entries: a loop beats an index

@@ -181,12 +181,11 @@ def test_example_adapter_messages_fit_the_protocol_schema() -> None:
     import io
     import json
 
-    import jsonschema
+    from conformance.fixtures import schema_validator
 
     sys.path.insert(0, str(ROOT / "examples"))
     from stdio_reference_adapter import Handler, serve
 
-    schema = json.loads((ROOT / "spec" / "adapter-messages.schema.json").read_text())
     fixture = next(f for f in FIXTURES if f.id == "kip-320-fencing")
     requests = [
         {"cmd": "hello", "seq": 1, "protocol": 1},
@@ -197,8 +196,8 @@ def test_example_adapter_messages_fit_the_protocol_schema() -> None:
     out = io.StringIO()
     serve(Handler(), io.StringIO("".join(json.dumps(r) + "\n" for r in requests)), out)
     replies = [json.loads(line) for line in out.getvalue().splitlines()]
-    request_validator = jsonschema.Draft202012Validator({**schema, "$ref": "#/$defs/request"})
-    reply_validator = jsonschema.Draft202012Validator({**schema, "$ref": "#/$defs/response"})
+    request_validator = schema_validator("adapter-messages.schema.json", "request")
+    reply_validator = schema_validator("adapter-messages.schema.json", "response")
     for request in requests:
         request_validator.validate(request)
     for reply in replies:
