@@ -35,6 +35,8 @@ ALL_GENERATIONS = tuple(g.value for g in Generation)
 class ReferenceAdapter(Adapter):
     """The reference implementation, optionally pinned to one generation."""
 
+    trusted = True
+
     def __init__(self, generation: str | None = None, name: str | None = None) -> None:
         if generation is not None and generation not in ALL_GENERATIONS:
             raise ValueError(f"unknown generation {generation!r}")
