@@ -146,7 +146,7 @@ def test_missing_program_is_a_clear_error() -> None:
     adapter = StdioAdapter(["/nonexistent/kconform-adapter"])
     _, results = run_fixtures(adapter, "x", FIXTURES[:2])
     assert all(r.outcome == "errored" for r in results)
-    assert "cannot start /nonexistent/kconform-adapter" in results[0].reason
+    assert "cannot run /nonexistent/kconform-adapter" in results[0].reason
 
 
 def test_counts_add_up_and_skips_say_why() -> None:
