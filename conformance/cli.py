@@ -348,7 +348,7 @@ examples:
   kconform run                                    the bundled reference, every fixture
   kconform run --impl my_adapter:adapter          a Python adapter (my_adapter.py here)
   kconform run --impl exec:'./my-broker --stdio'  any program speaking the stdio protocol
-  kconform explain seed-03a-data-loss-hw-truncation
+  kconform explain seed-03-data-loss-hw-truncation
   kconform fuzz --impl my_adapter:adapter --generation diverging-epoch
 
 docs: README.md, docs/adapters.md, spec/adapter-protocol.md
