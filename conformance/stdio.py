@@ -60,7 +60,7 @@ class StdioAdapter(Adapter):
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
         except OSError as exc:
-            raise AdapterError(f"cannot start {shlex.join(self.argv)}: {exc.strerror or exc}") from None
+            raise AdapterError(f"cannot run {shlex.join(self.argv)}: {exc.strerror or exc}") from None
         self._lines = queue.Queue()
         self._stderr.clear()
         self._seq = 0

@@ -16,7 +16,7 @@ from conformance.in_process import FunctionAdapter, ReferenceAdapter, StepRefuse
 from conformance.registry import UnknownImplementation, resolve
 from conformance.runner import OUTCOMES, run_fixtures
 from conformance.stdio import StdioAdapter
-from reference_impl import apply, config_from_dict, initial_state, observe, step_from_dict
+from reference_impl import StepRejected, apply, config_from_dict, initial_state, observe, step_from_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = [sys.executable, str(ROOT / "examples" / "stdio_reference_adapter.py")]
@@ -146,7 +146,7 @@ def test_missing_program_is_a_clear_error() -> None:
     adapter = StdioAdapter(["/nonexistent/kconform-adapter"])
     _, results = run_fixtures(adapter, "x", FIXTURES[:2])
     assert all(r.outcome == "errored" for r in results)
-    assert "cannot start /nonexistent/kconform-adapter" in results[0].reason
+    assert "cannot run /nonexistent/kconform-adapter" in results[0].reason
 
 
 def test_counts_add_up_and_skips_say_why() -> None:
@@ -256,3 +256,26 @@ def test_example_adapter_messages_fit_the_protocol_schema() -> None:
     for reply in replies:
         reply_validator.validate(reply)
     assert [r["seq"] for r in replies] == [r["seq"] for r in requests]
+
+
+def _strict(value: object) -> object:
+    """A value with its exact JSON types, so a tuple never equals a list."""
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return (type(value).__name__, [_strict(v) for v in value])
+    return (type(value).__name__, value)
+
+
+def test_the_reference_observation_is_exactly_what_json_carries() -> None:
+    import json
+
+    for fixture in FIXTURES:
+        state = initial_state(fixture.config)
+        for fs in fixture.steps:
+            try:
+                state = apply(state, fs.step)
+            except StepRejected:
+                continue
+            seen = observe(state)
+            assert _strict(seen) == _strict(json.loads(json.dumps(seen))), (fixture.id, fs.number)
