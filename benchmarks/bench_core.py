@@ -20,8 +20,7 @@ Figures (best of ``--repeat`` runs each):
 - mixed / common pure: ``apply`` per step on random 50-step traces / the produce + fetch path;
 - mixed / common checked: ``apply`` then ``invariants.check(after, before)`` per step;
 - long@P: per-step cost of the 1,000 steps before position P of one long common-path
-  trace, replayed from the state at P - 1,000 (the baseline runs at most 10,000 steps:
-  its cost grows with the position);
+  trace (the baseline runs at most 10,000 steps: its cost grows with the position);
 - log 100k / log 0: per-step cost of 2,000 common-path steps after a 100,000-record
   log was built, and from an empty log;
 - consume 10k: one ``consume`` from offset 0 over 10,000 committed records;
@@ -152,37 +151,31 @@ def _floor(effects: list[tuple[int, list[Any], list[str]]], check_result: bool) 
 
 
 def _position_costs(steps: list[Any], checked: bool, positions: list[int], repeat: int) -> dict[int, float]:
-    """Seconds per step of the 1,000 steps before each position: one pass keeps the
-    state at each window's start (states are immutable), then each window is replayed
-    ``repeat`` times and keeps its best."""
+    """Seconds per step of the 1,000 steps before each position, in straight passes over
+    the whole trace (best of ``repeat`` passes per window). Straight, not replayed from a
+    kept state: a replay branches the logs' shared buffers (see ``log.py``), which is
+    another workload."""
     from workloads import COMMON_CONFIG
 
     from reference_impl import apply, check, config_from_dict, initial_state
 
-    starts = {p - 1000: p for p in positions}
-    state = initial_state(config_from_dict(COMMON_CONFIG))
-    at: dict[int, Any] = {}
-    for n, step in enumerate(steps[: max(positions)]):
-        if n in starts:
-            at[starts[n]] = state
-        state = apply(state, step)
-    out = {}
-    for position, start in at.items():
-        window = steps[position - 1000 : position]
-
-        def run(start: Any = start, window: list[Any] = window) -> int:
-            current = start
+    wanted = set(positions)
+    best = dict.fromkeys(positions, float("inf"))
+    for _ in range(repeat):
+        state = initial_state(config_from_dict(COMMON_CONFIG))
+        if checked:
+            check(state)
+        t0 = time.perf_counter()
+        for n, step in enumerate(steps[: max(positions)], start=1):
+            if n - 1 + 1000 in wanted:
+                t0 = time.perf_counter()
+            after = apply(state, step)
             if checked:
-                check(current)
-            for step in window:
-                after = apply(current, step)
-                if checked:
-                    check(after, current)
-                current = after
-            return len(window)
-
-        out[position] = _best(run, repeat)
-    return out
+                check(after, state)
+            state = after
+            if n in wanted:
+                best[n] = min(best[n], (time.perf_counter() - t0) / 1000)
+    return best
 
 
 def _big_log_state(records: int) -> Any:
