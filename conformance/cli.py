@@ -182,12 +182,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    fixtures, problems = load_fixtures(args.fixtures or [FIXTURES_DIR])
+    as_file = Path(args.fixture)
+    if as_file.suffix in (".yaml", ".yml") or as_file.is_file():
+        if not as_file.is_file():
+            _fail(f"{as_file}: no such fixture file")
+        matches, problems = load_fixtures([as_file])
+    else:
+        fixtures, problems = load_fixtures(args.fixtures or [FIXTURES_DIR])
+        matches = [f for f in fixtures if f.id == args.fixture or f.base_id == args.fixture]
     if problems:
         _fail("invalid fixtures:\n" + "\n".join(str(p) for p in problems))
-    matches = [f for f in fixtures if f.id == args.fixture or f.base_id == args.fixture]
     if not matches:
         _fail(f"no fixture {args.fixture!r} (see `kconform list`)")
+    if args.svg or args.html:
+        from .diagrams.story import write_pictures
+
+        for written in write_pictures(matches, svg=args.svg, html=args.html):
+            print(f"wrote {written}", file=sys.stderr)
+        return 0
     fmt = "github" if args.format == "markdown" else "rounded_outline"
     print("\n".join(explain(f, fmt) for f in matches), end="")
     return 0
@@ -298,9 +310,13 @@ def build_parser() -> argparse.ArgumentParser:
     val.set_defaults(func=cmd_validate)
 
     exp = sub.add_parser("explain", help="show a fixture as a step table with the rules that fire")
-    exp.add_argument("fixture", help="fixture id (all its generations if the file has several)")
+    exp.add_argument("fixture", help="fixture id or fixture file (all its generations if the file has several)")
     exp.add_argument("--fixtures", action="append", type=Path, metavar="PATH")
     exp.add_argument("--format", choices=["terminal", "markdown"], default="terminal")
+    exp.add_argument(
+        "--svg", type=Path, metavar="OUT", help="write the steps as an SVG diagram strip (one file per generation)"
+    )
+    exp.add_argument("--html", type=Path, metavar="OUT", help="write a page with the step table and a diagram per step")
     exp.set_defaults(func=cmd_explain)
 
     imp = sub.add_parser("impls", help="list registered implementations")
