@@ -49,12 +49,14 @@ def fixture_svg(fixture: Fixture) -> str:
 
 
 PAGE_CSS = """
-body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 80em; color: #1d1d1f; padding: 0 1em; }
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 96em; color: #1d1d1f; padding: 0 1em; }
 h1 { font-size: 1.5em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; }
 table { border-collapse: collapse; margin: .5em 0; font-size: 13px; }
 th, td { border: 1px solid #ddd; padding: .2em .5em; text-align: left; vertical-align: top; }
 th { background: #f5f5f7; } .note { color: #555; }
-.step { margin: 1.2em 0; } .step svg { max-width: 100%; height: auto; border: 1px solid #eee; }
+.step { margin: 1.2em 0; display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-start; }
+.step svg { max-width: 100%; height: auto; border: 1px solid #eee; } .changes { flex: 1; min-width: 18em; }
+.changes td, .changes th { font-size: 12px; }
 .legend span { display: inline-block; padding: 0 .5em; margin-right: .5em; border: 1px solid #999; }
 """
 
@@ -70,16 +72,33 @@ LEGEND = (
 )
 
 
+def _step_groups(rows: list[list[str]]) -> list[list[list[str]]]:
+    """The explain table's rows split by step (a step's first row carries its number)."""
+    groups: list[list[list[str]]] = []
+    for row in rows:
+        if row[0] or not groups:
+            groups.append([])
+        groups[-1].append(row)
+    return groups
+
+
+def _changes_table(group: list[list[str]]) -> str:
+    """One step's rows of the explain table: field, old -> new; rules fired."""
+    body = [[htmlmod.escape(r[2]), htmlmod.escape(r[3]), htmlmod.escape(r[4])] for r in group]
+    table = tabulate(body, headers=["field (* = checked)", "old", "new"], tablefmt="unsafehtml", disable_numparse=True)
+    rules = group[0][5] if group else ""
+    return table + (f'<p class="note">rules fired: {htmlmod.escape(rules)}</p>' if rules else "")
+
+
 def _section(fixture: Fixture) -> str:
     rows, _ = explain_rows(fixture)
     frames = fixture_frames(fixture)
     cells = scale_cells(f.observation for f in frames)
     replicas = replica_ids(f.observation for f in frames)
     width = max(frame_width(f, cells, replicas) for f in frames)
-    links = [[f'<a href="#{_anchor(fixture, r[0])}">{htmlmod.escape(r[0])}</a>' if r[0] else ""] for r in rows]
-    cells_html = [link + [htmlmod.escape(c) for c in row[1:]] for link, row in zip(links, rows, strict=True)]
-    table = tabulate(
-        cells_html,
+    groups = _step_groups(rows)
+    full = tabulate(
+        [[htmlmod.escape(c) for c in row] for row in rows],
         headers=["step", "do", "field (* = checked)", "old", "new", "rules", "why"],
         tablefmt="unsafehtml",
         disable_numparse=True,
@@ -90,15 +109,14 @@ def _section(fixture: Fixture) -> str:
         f'<span class="note">source: {htmlmod.escape(fixture.source)} · file: {htmlmod.escape(fixture.path)} · '
         f"generation: {htmlmod.escape(fixture.generation.value)}</span></p>",
         f"<p>{htmlmod.escape(' '.join(fixture.description.split()))}</p>" if fixture.description else "",
-        "<h3>Step table</h3>",
-        table,
-        "<h3>Step by step</h3>",
         LEGEND,
     ]
     for i, frame in enumerate(frames):
         anchor = _anchor(fixture, str(i - 1) if i else "start")
         diagram = step_svg(frame, cells=cells, replicas=replicas, min_width=width)
-        parts.append(f'<div class="step" id="{anchor}">{diagram}</div>')
+        changes = _changes_table(groups[i - 1]) if 0 < i <= len(groups) else ""
+        parts.append(f'<div class="step" id="{anchor}"><div>{diagram}</div><div class="changes">{changes}</div></div>')
+    parts.append(f"<details><summary>The whole step table</summary>\n{full}\n</details>")
     return "\n".join(p for p in parts if p)
 
 
