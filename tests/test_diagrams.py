@@ -155,7 +155,8 @@ def test_explain_writes_svg_and_html_from_a_fixture_path(tmp_path: Path, capsys:
     page = html_out.read_text(encoding="utf-8")
     assert page.count("<svg") == len(data_loss_frames())
     assert "<table>" in page and "TRUNC-HW-1" in page
-    assert 'id="hw-truncation-step-7"' in page and 'href="#hw-truncation-step-7"' in page
+    step7 = page.split('id="hw-truncation-step-7"')[1].split('class="step"')[0]  # restart B: truncates to HW 1
+    assert "replicas.B.log *" in step7 and "rules fired: RESTART-1" in step7
     assert f"wrote {svg_out}" in capsys.readouterr().err
 
 

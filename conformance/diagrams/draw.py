@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from html import escape
 from typing import Any
 
 from . import svg
@@ -179,7 +180,7 @@ class _Drawing:
         for i, (content, hot) in enumerate(parts):
             sep = " · " if i else ""
             attrs = {"fill": RED, "font_weight": "bold"} if hot else {}
-            spans.append(svg.el("tspan", svg.escape(sep + content, quote=False), **attrs))
+            spans.append(svg.el("tspan", escape(sep + content, quote=False), **attrs))
         if spans:
             label = svg.text(M, y, "controller:", 12, fill="#555555")
             self.body.append(label)

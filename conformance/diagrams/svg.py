@@ -30,13 +30,13 @@ def _attrs(attrs: dict[str, object]) -> str:
     return " ".join(parts)
 
 
-def el(tag: str, body: str = "", **attrs: object) -> str:
+def el(tag: str, body: str = "", /, **attrs: object) -> str:
     """``<tag attrs>body</tag>``; attribute names use ``_`` for ``-`` (``stroke_width``)."""
     head = f"{tag} {_attrs(attrs)}".strip()
     return f"<{head}>{body}</{tag}>" if body else f"<{head}/>"
 
 
-def text(x: float, y: float, content: str, size: float = 12, **attrs: object) -> str:
+def text(x: float, y: float, content: str, size: float = 12, /, **attrs: object) -> str:
     return el("text", escape(content, quote=False), x=x, y=y, font_size=size, **attrs)
 
 
