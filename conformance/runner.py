@@ -27,6 +27,7 @@ from reference_impl import initial_state
 from .adapter import Adapter, AdapterError, Description
 from .compare import MISSING, all_divergences, first_divergence
 from .fixtures import Fixture
+from .step_states import step_states
 
 OUTCOMES = ("passed", "failed", "errored", "skipped")
 
@@ -166,7 +167,8 @@ def run_fixture(adapter: Adapter, description: Description, fixture: Fixture, im
                 return finish(
                     "failed",
                     f"{where}: accepted a step that must be rejected ({fs.expect_rejected})",
-                    divergence=_divergence(fs.index, fs.line, "(step)", f"rejected ({fs.expect_rejected})", "accepted"),
+                    divergence=_divergence(fs.index, fs.line, "(step)", f"rejected ({fs.expect_rejected})", "accepted")
+                    | step_states(fixture, fs.index, answer.observation),
                 )
             continue
         if answer.rejected is not None:
@@ -188,6 +190,7 @@ def run_fixture(adapter: Adapter, description: Description, fixture: Fixture, im
                 {"field": d.path, "expected": d.expected, "actual": _show(d.actual)}
                 for d in all_divergences(expected, answer.observation)
             ]
+            divergence |= step_states(fixture, fs.index, answer.observation)
             return finish(
                 "failed",
                 f"{where}: {found.path}: expected {found.expected!r}, got {_show(found.actual)!r}",

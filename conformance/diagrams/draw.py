@@ -219,7 +219,7 @@ class _Drawing:
         role_text = "crashed" if not online else (str(role) if role else "")
         if missing:
             role_text = "not reported"
-        role_color = RED if not online else ("#8a6d00" if is_leader else "#333333")
+        role_color = "#8e3b46" if not online else ("#8a6d00" if is_leader else "#333333")
         role_hot = _hot(hl, base + ".online") or _hot(hl, base + ".role")
         label_x = M + 4 + svg.text_width(name, 22) + 10
         prefix = "✕ " if not online else ("★ " if is_leader else "")
