@@ -18,7 +18,7 @@ from .pytest_plugin import Settings
 from .registry import UnknownImplementation, resolve
 from .reports import views
 from .results import fixture_record
-from .runner import FixtureResult, reference_rules, run_fixture
+from .runner import FixtureResult, RuleTrace, reference_rules, reference_trace, run_fixture
 
 
 class KconformSession:
@@ -37,7 +37,7 @@ class KconformSession:
         self.level_kwargs = level_kwargs(settings.level)
         self.adapters: dict[str, Adapter] = {}
         self.descriptions: dict[int, Description] = {}
-        self.rules: dict[str, list[str]] = {}
+        self.traces: dict[str, RuleTrace] = {}
 
     def marker_names(self) -> list[str]:
         names = {t for f in self.fixtures for t in f.tags} | {f.generation.value for f in self.fixtures}
@@ -85,10 +85,11 @@ class KconformSession:
             self.descriptions[id(adapter)] = adapter.describe()
         return self.descriptions[id(adapter)]
 
-    def fixture_rules(self, fixture: Fixture) -> list[str]:
-        if fixture.id not in self.rules:
-            self.rules[fixture.id] = reference_rules(fixture)
-        return self.rules[fixture.id]
+    def trace(self, fixture: Fixture) -> RuleTrace:
+        """The rules the reference fires at each step (named at a divergent step)."""
+        if fixture.id not in self.traces:
+            self.traces[fixture.id] = reference_trace(fixture)
+        return self.traces[fixture.id]
 
 
 def level_kwargs(level: str | None) -> dict[str, Any]:
@@ -165,8 +166,9 @@ class KconformCase(pytest.Function):
         plugin, impl = self.collector.plugin, self.collector.impl
         adapter = plugin.adapter(impl, self._request)
         description = plugin.describe(adapter)
-        result = run_fixture(adapter, description, self.fixture, impl, **plugin.level_kwargs)
-        result.rules = plugin.fixture_rules(self.fixture)
+        trace = plugin.trace(self.fixture)
+        result = run_fixture(adapter, description, self.fixture, impl, trace, **plugin.level_kwargs)
+        result.rules = reference_rules(self.fixture, trace)
         expected = plugin.expectations.reason((impl, description.name), self.fixture.id, self.fixture.base_id)
         if expected is not None:
             result.expected, result.expected_reason = "fail", expected
@@ -215,6 +217,8 @@ def failure_report(fixture: Fixture, result: FixtureResult) -> str:
     d = result.divergence or {}
     if d.get("why") and not any("step says" in line for line in lines):
         lines.append(f"why: {d['why'].strip()}")
+    if d.get("rules"):
+        lines.append(f"rules the reference fires at this step: {' '.join(d['rules'])}")
     if result.rules:
         lines.append(f"rules this fixture exercises: {' '.join(result.rules)}")
     lines.append(f"explain: kconform explain {fixture.path}")

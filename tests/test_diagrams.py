@@ -155,8 +155,9 @@ def test_explain_writes_svg_and_html_from_a_fixture_path(tmp_path: Path, capsys:
     page = html_out.read_text(encoding="utf-8")
     assert page.count("<svg") == len(data_loss_frames())
     assert "<table>" in page and "TRUNC-HW-1" in page
-    step7 = page.split('id="hw-truncation-step-7"')[1].split('class="step"')[0]  # restart B: truncates to HW 1
-    assert "replicas.B.log *" in step7 and "rules fired: RESTART-1" in step7
+    step8 = page.split('id="hw-truncation-step-8"')[1].split('class="step"')[0]  # restart B: truncates to HW 1
+    assert "step 8: restart replica=B" in step8
+    assert "replicas.B.log *" in step8 and "rules fired: RESTART-1" in step8
     assert f"wrote {svg_out}" in capsys.readouterr().err
 
 
@@ -171,7 +172,7 @@ def test_explain_svg_for_a_fixture_with_several_generations(tmp_path: Path) -> N
 
 def test_explain_missing_fixture_file_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", str(tmp_path / "nope.yaml"), "--html", str(tmp_path / "x.html")]) == 2
-    assert "nope.yaml: no such fixture file" in capsys.readouterr().err
+    assert "nope.yaml: no such file" in capsys.readouterr().err
 
 
 def test_initial_frame_is_the_reference_initial_state() -> None:

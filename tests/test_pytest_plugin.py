@@ -108,7 +108,7 @@ def test_example_project_passes_fails_skips_and_xfails_as_kconform_does(
     assert statuses["seed-09-isr-shrink-expand/leader-epoch"] == "XFAIL"
     # the failure text is kconform's failure report
     assert "kconform: my_broker_adapter / seed-08b-unclean-election-enabled: FAIL" in done.stdout
-    assert "step 8 (elect)" in done.stdout and "rules this fixture exercises:" in done.stdout
+    assert "step 9 (elect)" in done.stdout and "rules the reference fires at this step: CTRL-ELECT-2" in done.stdout
     assert "step kinds not supported: consume" in done.stdout  # skip reasons from capabilities
     assert "1 failed, 9 passed, 25 skipped, 1 xfailed" in done.stdout  # 9 = 8 kconform + 1 own test
 

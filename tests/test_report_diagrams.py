@@ -41,7 +41,7 @@ def test_failure_record_carries_both_states(failing_run: tuple[Fixture, dict[str
     (record,) = doc["results"]
     assert record["status"] == "FAIL"
     d = record["divergence"]
-    assert d["expected_state"] == reference_observation(fixture, d["step"])
+    assert d["expected_state"] == reference_observation(fixture, d["step"] - 1)  # steps count from 1
     observed = d["observed_state"]
     field = d["field"]  # e.g. replicas.B.log
     parts = field.split(".")
@@ -62,14 +62,14 @@ def test_html_report_draws_expected_and_observed_side_by_side(failing_run: tuple
     svgs = [ET.fromstring("<svg" + part.split("</figure>")[0]) for part in figure.split("<svg")[1:]]
     assert d["field"] == "replicas.B.leo"
     for svg in svgs:  # the diverging field is red in both pictures, and only that one
-        red = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}text") if t.get("fill") == "#d00000"]
+        red = [t.text for t in svg.iter("text") if t.get("fill") == "#d00000"]
         assert len(red) == 1 and red[0] is not None and red[0].startswith("LEO="), red
     expected_leo, observed_leo = (int(str(s.text).split("=")[1]) for svg in svgs for s in _red_texts(svg))
     assert (expected_leo, observed_leo) == (d["expected"], d["actual"])
 
 
 def _red_texts(svg: ET.Element) -> list[ET.Element]:
-    return [t for t in svg.iter("{http://www.w3.org/2000/svg}text") if t.get("fill") == "#d00000"]
+    return [t for t in svg.iter("text") if t.get("fill") == "#d00000"]
 
 
 def test_junit_leaves_the_states_out(failing_run: tuple[Fixture, dict[str, Any]]) -> None:

@@ -429,16 +429,22 @@ def _drawing(frame: Frame, cells: int | None, replicas: Sequence[str] | None, mi
 
 
 def step_svg(
-    frame: Frame, *, cells: int | None = None, replicas: Sequence[str] | None = None, min_width: float = 560.0
+    frame: Frame,
+    *,
+    cells: int | None = None,
+    replicas: Sequence[str] | None = None,
+    min_width: float = 560.0,
+    inline: bool = False,
 ) -> str:
     """One frame as a standalone SVG document.
 
     ``cells`` fixes the number of log slots drawn (so frames of one fixture line up);
     ``replicas`` fixes the rows (an implementation that omits a replica shows it empty);
-    ``min_width`` lets diagrams shown together share one width.
+    ``min_width`` lets diagrams shown together share one width; ``inline`` gives an
+    ``<svg>`` element for an HTML page rather than a standalone file.
     """
     d = _drawing(frame, cells, replicas, min_width)
-    return svg.document(d.width, d.height, d.body, title=frame.title)
+    return svg.document(d.width, d.height, d.body, title=frame.title, inline=inline)
 
 
 def strip_svg(frames: Sequence[Frame], title: str = "") -> str:

@@ -47,7 +47,9 @@ def divergence_figure(record: Mapping[str, Any]) -> str:
     width = max(frame_width(f, cells, replicas) for f in frames)
     parts = []
     for frame in frames:
-        svg = step_svg(Frame(frame.observation, highlight=marks), cells=cells, replicas=replicas, min_width=width)
+        svg = step_svg(
+            Frame(frame.observation, highlight=marks), cells=cells, replicas=replicas, min_width=width, inline=True
+        )
         parts.append(f"<figure><figcaption>{html.escape(frame.title)}</figcaption>{svg}</figure>")
     if not isinstance(observed, Mapping):
         note = html.escape(str(d.get("actual", "no observation")))

@@ -26,7 +26,7 @@ def fixture_frames(fixture: Fixture) -> list[Frame]:
     state = initial_state(fixture.config)
     frames = [Frame(observe(state), "start", _config_line(fixture))]
     for fs in fixture.steps:
-        title = f"step {fs.index}: {action_text(fs.do)}"
+        title = f"step {fs.number}: {action_text(fs.do)}"
         why = " ".join((fs.why or "").split())
         try:
             state = apply(state, fs.step)
@@ -112,8 +112,8 @@ def _section(fixture: Fixture) -> str:
         LEGEND,
     ]
     for i, frame in enumerate(frames):
-        anchor = _anchor(fixture, str(i - 1) if i else "start")
-        diagram = step_svg(frame, cells=cells, replicas=replicas, min_width=width)
+        anchor = _anchor(fixture, str(i) if i else "start")  # steps count from 1
+        diagram = step_svg(frame, cells=cells, replicas=replicas, min_width=width, inline=True)
         changes = _changes_table(groups[i - 1]) if 0 < i <= len(groups) else ""
         parts.append(f'<div class="step" id="{anchor}"><div>{diagram}</div><div class="changes">{changes}</div></div>')
     parts.append(f"<details><summary>The whole step table</summary>\n{full}\n</details>")

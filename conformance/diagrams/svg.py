@@ -40,11 +40,13 @@ def text(x: float, y: float, content: str, size: float = 12, /, **attrs: object)
     return el("text", escape(content, quote=False), x=x, y=y, font_size=size, **attrs)
 
 
-def document(width: float, height: float, body: list[str], title: str = "") -> str:
-    """A standalone SVG document (also valid inline in HTML)."""
+def document(width: float, height: float, body: list[str], title: str = "", inline: bool = False) -> str:
+    """A standalone SVG document, or with ``inline`` an ``<svg>`` element for an HTML page
+    (which needs no namespace declaration: the HTML parser knows ``svg``)."""
     head = el("title", escape(title, quote=False)) if title else ""
+    xmlns = "" if inline else 'xmlns="http://www.w3.org/2000/svg" '
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+        f'<svg {xmlns}width="{width:.0f}" height="{height:.0f}" '
         f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="{FONT}">' + head + "".join(body) + "</svg>"
     )
 
