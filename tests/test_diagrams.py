@@ -179,3 +179,12 @@ def test_initial_frame_is_the_reference_initial_state() -> None:
     frames = data_loss_frames()
     fixtures, _ = load_fixtures([DATA_LOSS])
     assert frames[0].observation == observe(initial_state(fixtures[0].config))
+
+
+def test_records_a_step_removes_stay_visible_struck_out() -> None:
+    frames = data_loss_frames()
+    restart_b = frames[8]  # step 8: B restarts and truncates to its checkpointed HW 1, losing m1
+    assert restart_b.title == "step 8: restart replica=B" and restart_b.previous == frames[7].observation
+    words = texts(step_svg(restart_b))
+    assert words.count("removed") == 1 and words.count("m1") == 2  # A's m1, and B's removed m1
+    assert "removed" not in texts(step_svg(frames[7]))  # the crash removed nothing

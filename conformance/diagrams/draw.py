@@ -11,6 +11,8 @@ Everything is drawn from the observation alone (plain data, spec/adapter-protoco
 so the reference's expected state and an implementation's observed state are drawn the
 same way; fields an implementation does not report are simply left out. ``highlight``
 names field paths (``replicas.B.hw``, ``isr``) to draw in red: where a run diverged.
+Given the ``previous`` observation, records the step removed (a truncation) stay visible
+as struck-out ghosts, so "m1 is gone" reads off the picture as in seed 001 §3.1.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ CELL_W = 52
 CELL_H = 34
 ROW_H = 96
 RED = "#d00000"
+REMOVED = "#a04a1c"
 HW_COLOR = "#2e7d32"
 LEO_COLOR = "#c55a11"
 COMMITTED = ("#2f75b5", "#ffffff")
@@ -54,6 +57,8 @@ class Frame:
     caption: str = ""
     highlight: frozenset[str] = field(default_factory=frozenset)
     """Observation field paths (``replicas.B.hw``) drawn in red."""
+    previous: Mapping[str, Any] | None = None
+    """The observation before this step: records it removed are drawn struck out."""
 
 
 def _hot(highlight: frozenset[str], path: str) -> bool:
@@ -321,10 +326,55 @@ class _Drawing:
                 )
             else:
                 self.body.append(svg.el("rect", **attrs, fill=NO_DATA[0], stroke=RED if log_hot else NO_DATA[1]))
+        self._removed(name, log, top)
         if hw is not None:
             self._mark("HW", hw, y0, HW_COLOR, _hot(hl, base + ".hw"), 0)
         if leo is not None:
             self._mark("LEO", leo, y0, LEO_COLOR, _hot(hl, base + ".leo"), 1)
+
+    def _removed(self, name: str, log: list[Any] | None, top: float) -> None:
+        """Records this step removed from the log (truncation), as struck-out ghosts."""
+        previous = self.frame.previous
+        if log is None or previous is None:
+            return
+        before = (previous.get("replicas") or {}).get(name)
+        old = before.get("log") if isinstance(before, Mapping) else None
+        if not isinstance(old, list):
+            return
+        for i in range(len(log), min(len(old), self.cells)):
+            x = self.log_x + i * CELL_W
+            value, _ = _record(old[i])
+            self.body.append(
+                svg.el(
+                    "rect",
+                    x=x + 3,
+                    y=top + 2,
+                    width=CELL_W - 6,
+                    height=CELL_H - 4,
+                    rx=3,
+                    fill="#ffffff",
+                    fill_opacity=0.6,
+                    stroke=REMOVED,
+                    stroke_dasharray="3 2",
+                )
+            )
+            self.body.append(
+                svg.text(
+                    x + CELL_W / 2,
+                    top + 15,
+                    value,
+                    12,
+                    fill=REMOVED,
+                    text_anchor="middle",
+                    text_decoration="line-through",
+                )
+            )
+            self.body.append(
+                svg.el(
+                    "line", x1=x + 12, y1=top + 11, x2=x + CELL_W - 12, y2=top + 11, stroke=REMOVED, stroke_width=1.5
+                )
+            )
+            self.body.append(svg.text(x + CELL_W / 2, top + 28, "removed", 8, fill=REMOVED, text_anchor="middle"))
 
     def _mark(self, label: str, offset: int, y0: float, color: str, hot: bool, level: int) -> None:
         """A boundary mark before ``offset``: a line through the cells and a label below."""

@@ -22,7 +22,8 @@ from .draw import Frame, frame_width, replica_ids, scale_cells, step_svg, strip_
 
 
 def fixture_frames(fixture: Fixture) -> list[Frame]:
-    """The initial state and the state after each step, as the reference computes them."""
+    """The initial state and the state after each step, as the reference computes them
+    (each frame knows the state before it, to show what a step removed)."""
     state = initial_state(fixture.config)
     frames = [Frame(observe(state), "start", _config_line(fixture))]
     for fs in fixture.steps:
@@ -34,7 +35,7 @@ def fixture_frames(fixture: Fixture) -> list[Frame]:
             caption = f"rejected [{exc.rule}]: {exc.reason}" + (f" -- {why}" if why else "")
             frames.append(Frame(observe(state), title, caption))
             continue
-        frames.append(Frame(observe(state), title, why))
+        frames.append(Frame(observe(state), title, why, previous=frames[-1].observation))
     return frames
 
 
@@ -67,6 +68,7 @@ LEGEND = (
     '<span style="border-style:dashed;border-color:#c55a11">LEO: next offset</span>'
     '<span style="background:#fff2cc">no data</span>'
     '<span style="background:#8c99a6;color:#fff">crashed replica (log on disk)</span>'
+    '<span style="border-style:dashed;border-color:#a04a1c;color:#a04a1c"><s>m1</s> removed by this step</span>'
     " cells show the value and its leader epoch (e0); offsets above; arrows are messages in flight"
     " (dashed: parked at the receiver)</p>"
 )
