@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from tabulate import tabulate
 
-from .adapter import Adapter, Description, StepResult
+from .adapter import Adapter, AdapterError, Description, StepResult
 from .expectations import Expectations, load_expectations
 from .fixtures import Fixture, load_fixtures
 from .pytest_plugin import Settings
@@ -162,10 +162,14 @@ class KconformCase(pytest.Function):
         return parent
 
     def setup(self) -> None:
+        __tracebackhide__ = True  # an errored case shows kconform's report, not this frame
         super().setup()
         plugin, impl = self.collector.plugin, self.collector.impl
         adapter = plugin.adapter(impl, self._request)
-        description = plugin.describe(adapter)
+        try:
+            description = plugin.describe(adapter)
+        except AdapterError as exc:  # every case of this implementation errors, each saying why
+            raise CaseError(f"kconform: {impl} cannot describe itself: {exc.message}\n{exc.detail}".strip()) from None
         trace = plugin.trace(self.fixture)
         result = run_fixture(adapter, description, self.fixture, impl, trace, **plugin.level_kwargs)
         result.rules = reference_rules(self.fixture, trace)
@@ -209,7 +213,9 @@ def failure_report(fixture: Fixture, result: FixtureResult) -> str:
     """The text ``kconform run`` prints for this failure: where it diverged, field by
     field, with the fixture's words and the rules it exercises."""
     doc = {"fixtures": [fixture_record(fixture)], "results": [result.to_dict()]}
-    lines = [f"kconform: {result.implementation} / {result.fixture}: {result.status}", result.reason]
+    lines = [f"kconform: {result.implementation} / {result.fixture}: {result.status}"]
+    if result.outcome != "errored":  # an errored case's table starts with its reason
+        lines.append(result.reason)
     for table in views.failures(doc, include_expected=True):
         lines += ["", tabulate(table.rows, headers=table.headers, tablefmt="simple", disable_numparse=True)]
         if table.note:
