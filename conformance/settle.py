@@ -31,14 +31,16 @@ INTERNAL_BOUND = 2
 FRONTIER_CAP = 64
 
 
-def _answer_parked_now(state: State) -> list[State]:
-    """Each parked fetch completed at the current time, one successor per fetch.
+def answer_parked_now(state: State, follower: str | None = None) -> list[State]:
+    """Each parked fetch (of ``follower``, or of anyone) completed at the current time, one
+    successor per fetch.
 
-    Done with the reference's own timer (a deadline moved to now, then ``tick 0``): the
-    completion reads the records and the HW as FETCH-PARK-3 says."""
+    Done with the reference's own timer (the fetch's deadline moved to now, then ``tick 0``):
+    the completion reads the records and the HW as FETCH-PARK-3 says. This is the one place
+    outside ``reference_impl`` that reads the state's message fields (``State`` is public)."""
     out = []
     for parked in state.parked_fetches:
-        if parked.deadline_ms <= state.clock_ms:
+        if parked.deadline_ms <= state.clock_ms or (follower is not None and parked.follower != follower):
             continue
         moved = tuple(replace(p, deadline_ms=state.clock_ms) if p is parked else p for p in state.parked_fetches)
         try:
@@ -66,7 +68,7 @@ def _deliveries(state: State, lacking: frozenset[str]) -> list[State]:
 
 
 def internal_successors(state: State, lacking: frozenset[str]) -> list[State]:
-    return _answer_parked_now(state) + _deliveries(state, lacking)
+    return answer_parked_now(state) + _deliveries(state, lacking)
 
 
 class Frontier:
