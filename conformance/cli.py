@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 from reference_impl.config import Generation
 
 from .bundled import DEFAULT_SUITE
+from .levels import LEVELS
 from .paths import FIXTURES_DIR
 from .stdio import DEFAULT_TIMEOUT_S
 
@@ -183,7 +184,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress = Progress(len(fixtures) * len(implementations), sys.stderr, not args.no_progress)
     selection = {"tags": args.tag, "generations": args.generation, "ids": args.id, "implementations": specs}
     try:
-        document = run_suite(implementations, fixtures, expectations, progress, selection)
+        selection["level"] = args.level
+        document = run_suite(implementations, fixtures, expectations, progress, selection, args.level)
     except ImplementationCannotStart as exc:
         detail = "\n".join("  " + line for line in exc.detail.splitlines())
         _fail(f"{exc}" + (f"\n{detail}" if detail else "") + "\nnothing was run (see docs/adapters.md, 'Handshake')")
@@ -405,6 +407,13 @@ def build_parser() -> argparse.ArgumentParser:
         "installed) or exec:COMMAND (a stdio program); repeatable (default: " + ", ".join(DEFAULT_SUITE) + ")",
     )
     _add_selection(run)
+    run.add_argument(
+        "--level",
+        choices=LEVELS,
+        default="exact",
+        help="exact: step by step as the reference; settled: outcomes at quiescent points, timing may differ; "
+        "safety: the spec's invariants on the implementation's own observations (docs/levels.md; default exact)",
+    )
     run.add_argument(
         "--expectations",
         action="append",
