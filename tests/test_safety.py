@@ -119,3 +119,12 @@ def test_a_new_epoch_may_lower_the_hw() -> None:
     )
     again["leader_epoch"] = 1
     assert m.observe({"kind": "elect"}, again) == []
+
+
+def test_every_property_is_specified() -> None:
+    import re
+
+    from conformance.paths import SCHEMA_DIR as SPEC_DIR
+
+    spec = (SPEC_DIR / "replication.md").read_text(encoding="utf-8")
+    assert set(re.findall(r"^- \*\*(SAFE-[A-Z-]+)\*\*", spec, flags=re.M)) == set(PROPERTIES)
