@@ -248,6 +248,9 @@ def run_fixture(
     where = f"step {first['step']} ({first['kind']}) at {fixture.path}:{first['line']}"
     more = len(relevant) - 1
     tail = f" (+{more} more)" if more else ""
+    safety = sorted({f["field"] for f in at_first if f["level"] == "safety"})
+    if safety and first["level"] != "safety":
+        tail += f"; safety: {', '.join(safety)} violated"
     if first["level"] == "safety":
         text = f"{where}: safety property {first['field']} violated: {first['actual']}{tail}"
     elif first["field"] == "(step)":

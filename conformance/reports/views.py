@@ -114,13 +114,22 @@ def _skip_kind(reason: str) -> str:
 
 
 def matrix(doc: dict[str, Any]) -> Table:
-    status = {(r["implementation"], r["fixture"]): r["status"] for r in doc["results"]}
+    """One cell per fixture and implementation: the status, and "n/m" when only n of the
+    fixture's m expectations could be checked (coarsening, capabilities)."""
+    by_key = {(r["implementation"], r["fixture"]): r for r in doc["results"]}
     impls = [i["id"] for i in doc["implementations"]]
-    rows = [
-        [f["id"], f["generation"]] + [STATUS_MARK.get(status.get((i, f["id"]), ""), "") for i in impls]
-        for f in doc["fixtures"]
-    ]
-    return Table("Fixtures", ["fixture", "generation", *impls], rows)
+
+    def cell(r: dict[str, Any] | None) -> str:
+        if r is None:
+            return ""
+        mark = STATUS_MARK.get(r["status"], "")
+        checked, total = r.get("checked", 0), r.get("expectations", 0)
+        if r["outcome"] != "skipped" and total and checked != total:
+            mark += f" {checked}/{total}"
+        return mark
+
+    rows = [[f["id"], f["generation"]] + [cell(by_key.get((i, f["id"]))) for i in impls] for f in doc["fixtures"]]
+    return Table("Fixtures", ["fixture", "generation", *impls], rows, "n/m: n of the fixture's m expectations checked")
 
 
 def rules(doc: dict[str, Any]) -> Table:
