@@ -137,3 +137,17 @@ def test_an_unsupported_step_field_skips_the_fixture_with_that_reason() -> None:
     results = run_fixtures(Limited(), "limited", FIXTURES)[1]
     skipped = [r for r in results if r.outcome == "skipped"]
     assert skipped and all("uses unflushed_from, which the implementation does not honour" in r.reason for r in skipped)
+
+
+def test_the_zoo_is_caught_at_settled_except_the_timing_difference() -> None:
+    """No missed bugs: every wrong rule of the zoo still fails ``settled``; the one that only
+    answers a waiting fetch sooner (no purgatory) is a timing difference and passes it."""
+    from zoo import ZOO
+
+    for name, make in ZOO.items():
+        _, results = run_fixtures(make(), name, FIXTURES, level="settled")
+        failed = [r for r in results if r.outcome == "failed"]
+        if name == "no-purgatory":
+            assert failed == [] and highest_level([r.levels for r in results]) == "settled"
+        else:
+            assert failed, f"{name} passes settled"
