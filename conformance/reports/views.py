@@ -220,6 +220,16 @@ def failures(doc: dict[str, Any], include_expected: bool = False) -> list[Table]
             note += f"; step says: {d['why'].strip()}"
         if r["status"] == "XFAIL":
             note += f"; expected to fail: {r['expected_reason']}"
+        later = sorted({f["step"] for f in r.get("failures") or [] if f["step"] != d.get("step")})
+        if later:
+            note += f"; also diverges at steps {', '.join(map(str, later))} (results file: failures)"
+        if r.get("stopped"):
+            note += f"; {r['stopped']}"
+        levels = r.get("levels") or {}
+        if r.get("level") == "exact" and levels.get("settled") == "passed":
+            note += "; meets settled: the outcomes converge, so this is a difference of timing (docs/levels.md)"
+        if r.get("expectations") and r.get("checked") != r.get("expectations"):
+            note += f"; {r['checked']} of {r['expectations']} expectations checked"
         out.append(Table(title, ["step", "field", "expected", "actual"], rows, note))
     return out
 
