@@ -54,6 +54,8 @@ class Judgement:
     notes: list[str] = field(default_factory=list)
     stopped: str = ""
     steps_run: int = 0
+    observed: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """The implementation's observation (as sent) at each fixture step number with a failure."""
 
     def verdicts(self, safety_only: bool = False) -> dict[str, str | None]:
         levels = {f["level"] for f in self.failures}
@@ -95,7 +97,17 @@ def judge(
     observation: dict[str, Any] | None = None
     shape_checked = False
     last_check = max((n for n, ps in enumerate(lowered.steps) if ps.checks), default=-1)
+    raw: dict[str, Any] | None = None
+    noted = 0
+
+    def note_observed() -> None:
+        nonlocal noted
+        for failure in result.failures[noted:]:
+            result.observed.setdefault(failure["step"], raw or {})
+        noted = len(result.failures)
+
     for n, ps in enumerate(lowered.steps):
+        note_observed()
         fs = steps_by_index[ps.covers[0]] if ps.covers else steps_by_index[_next_cover(lowered, n)]
         rules = list(trace[fs.index]) if trace is not None and fs.index < len(trace) else []
         where = {"step": fs.number, "kind": fs.step.kind, "line": fs.line, "why": fs.why or "", "rules": rules}
@@ -114,6 +126,7 @@ def judge(
                     f"step {fs.number} ({fs.step.kind}) at {fixture.path}:{fs.line}: {message}", detail, fs.index
                 ) from None
             result.steps_run = fs.number
+            raw = answer.observation
             if answer.rejected is None and do["kind"] == "produce":
                 produced += 1
             if answer.rejected is not None or ps.rejected is not None:
@@ -182,6 +195,7 @@ def judge(
                             "after each) reaches this",
                         }
                     )
+    note_observed()
     return result
 
 

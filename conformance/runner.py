@@ -38,6 +38,7 @@ from .compare import MISSING
 from .conventions import ConventionError, unsupported_step_field
 from .fixtures import Fixture, FixtureStep
 from .judge import CannotAnswer, judge
+from .step_states import step_states
 
 OUTCOMES = ("passed", "failed", "errored", "skipped")
 
@@ -237,6 +238,7 @@ def run_fixture(
     first = at_first[0]
     divergence = {k: first[k] for k in ("step", "kind", "line", "field", "expected", "actual", "why", "rules")}
     divergence["level"] = first["level"]
+    divergence |= step_states(fixture, first["step"] - 1, verdict.observed.get(first["step"]))
     divergence["differences"] = [
         {
             "field": f"safety {f['field']}" if f["level"] == "safety" else f["field"],

@@ -55,7 +55,6 @@ from .safety import SafetyMonitor
 from .settle import Frontier
 from .wire import wire_step
 
-
 KIND_ORDER = [
     "fetch",
     "fetch_round",
