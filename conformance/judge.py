@@ -154,7 +154,7 @@ def judge(
                 raise CannotAnswer(f"step {fs.number} ({fs.step.kind}) at {fixture.path}:{fs.line}: no observation")
             if check_shape and not shape_checked:
                 shape_checked = True
-                problem = first_error(answer.observation, "adapter-messages", "observation")
+                problem = first_error(answer.observation, "definitions", "observation")
                 if problem is not None:
                     raise CannotAnswer(
                         f"step {fs.number} ({fs.step.kind}) at {fixture.path}:{fs.line}: the observation does not "
