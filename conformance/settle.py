@@ -77,6 +77,10 @@ class Frontier:
     def __init__(self, start: State, lacking: Iterable[str]) -> None:
         self.lacking = frozenset(lacking)
         self.states: list[State] = self._expand([start])
+        self._main: State | None = start
+        """The reference's own state before the next step: its successor is given to
+        ``step`` as ``main``, so it is not computed twice (a second computation would copy
+        the logs and make every later comparison cost the log's length)."""
 
     def _expand(self, states: list[State]) -> list[State]:
         seen: dict[State, None] = dict.fromkeys(states)
@@ -95,6 +99,9 @@ class Frontier:
         """Apply a visible step (or, ``internal``, one the implementation did by itself)."""
         moved = []
         for s in self.states:
+            if main is not None and s is self._main:
+                moved.append(main)
+                continue
             try:
                 moved.append(apply(s, step))
             except StepRejected:
@@ -103,6 +110,7 @@ class Frontier:
             moved += self.states  # it may have happened earlier, already
         if main is not None and main not in moved:
             moved.insert(0, main)
+        self._main = main
         self.states = self._expand(list(dict.fromkeys(moved)))
 
     def match(self, expected: dict[str, Any], observed: dict[str, Any]) -> bool:

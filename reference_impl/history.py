@@ -64,7 +64,8 @@ class History(Generic[T]):
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(tuple(self))
+        # O(1), consistent with ``==`` between histories (same length and last item)
+        return hash((self._n, self[-1] if self._n else None))
 
     def __repr__(self) -> str:
         return f"History({list(self)!r})"

@@ -40,13 +40,24 @@ class Record:
         return f"{self.value}@{self.epoch}"
 
 
+class _Buffer(list[Record]):
+    """A log buffer, with the rendered form of its records made once each: a position of
+    a buffer never changes once written (the module doc), so neither does its rendering."""
+
+    __slots__ = ("rendered",)
+
+    def __init__(self, records: Sequence[Record] = ()) -> None:
+        super().__init__(records)
+        self.rendered: list[str] = []
+
+
 class Log(Sequence[Record]):
     """The first ``len(self)`` records of a shared, grow-only buffer (see the module doc)."""
 
     __slots__ = ("_buf", "end")
 
     def __init__(self, buf: list[Record] | None = None, n: int | None = None) -> None:
-        self._buf: list[Record] = [] if buf is None else buf
+        self._buf: _Buffer = buf if isinstance(buf, _Buffer) else _Buffer(buf or ())
         self.end: int = len(self._buf) if n is None else n
         """The number of records: the log end offset (LEO)."""
 
@@ -85,10 +96,21 @@ class Log(Sequence[Record]):
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(tuple(self))
+        # O(1) and consistent with ``==`` between logs (equal logs have the same length and
+        # last record). A log equals a tuple of its records but hashes apart from it: keep
+        # the two out of one set.
+        return hash((self.end, self._buf[self.end - 1] if self.end else None))
 
     def __repr__(self) -> str:
         return f"Log({list(self)!r})"
+
+    def rendered(self) -> list[str]:
+        """``value@epoch`` of every record, each rendered once per buffer (observations
+        ask for the whole log at every step)."""
+        done = self._buf.rendered
+        if len(done) < self.end:
+            done.extend(record.render() for record in self._buf[len(done) : self.end])
+        return done[: self.end]
 
     def extend(self, records: Sequence[Record]) -> Log:
         """This log with ``records`` appended (amortised O(len(records)))."""
@@ -101,7 +123,7 @@ class Log(Sequence[Record]):
             return Log(buf, n + k)
         if len(buf) >= n + k and all(buf[n + i] is record for i, record in enumerate(records)):
             return Log(buf, n + k)
-        fresh = buf[:n]
+        fresh = _Buffer(buf[:n])
         fresh.extend(records)
         return Log(fresh, n + k)
 
@@ -123,6 +145,8 @@ class Log(Sequence[Record]):
 
 
 def render(log: Sequence[Record]) -> list[str]:
+    if isinstance(log, Log):
+        return log.rendered()
     return [record.render() for record in log]
 
 
