@@ -8,8 +8,6 @@ step points at the line of that field.
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +26,7 @@ from reference_impl import (
     step_from_dict,
 )
 
-from .paths import SCHEMA_DIR
+from .schemas import schema, validator
 
 PathKey = tuple[str | int, ...]
 
@@ -131,43 +129,14 @@ def line_for(lines: Mapping[PathKey, int], path: PathKey) -> int:
     return lines.get(path, 1)
 
 
-SHARED_SCHEMAS = ("definitions.schema.json",)
-"""Schemas other schemas ``$ref`` by their ``$id`` (the one definition of a step and of
-an observation lives in ``spec/definitions.schema.json``)."""
-
-
-@functools.cache
-def load_schema(name: str) -> dict[str, Any]:
-    """A schema of ``spec/`` by file name."""
-    return json.loads((SCHEMA_DIR / name).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
-
-
-@functools.cache
-def schema_registry() -> Any:
-    """A ``referencing.Registry`` holding the shared schemas under their ``$id``."""
-    from referencing import Registry
-    from referencing.jsonschema import DRAFT202012
-
-    resources = [(load_schema(n)["$id"], DRAFT202012.create_resource(load_schema(n))) for n in SHARED_SCHEMAS]
-    return Registry().with_resources(resources)
-
-
-def schema_validator(name: str, definition: str | None = None) -> jsonschema.Draft202012Validator:
-    """A validator for the schema ``name`` (or for one of its ``$defs``), with the
-    shared definitions resolvable."""
-    schema = load_schema(name)
-    if definition is not None:
-        schema = {**schema, "$ref": f"#/$defs/{definition}"}
-    return jsonschema.Draft202012Validator(schema, registry=schema_registry())
-
-
 def fixture_schema() -> dict[str, Any]:
-    return load_schema("fixture.schema.json")
+    return schema("fixture")
 
 
-@functools.cache
 def _validator() -> jsonschema.Draft202012Validator:
-    return schema_validator("fixture.schema.json")
+    # The fixture schema takes a step and an observation from spec/definitions.schema.json;
+    # schemas.validator resolves such references across files.
+    return validator("fixture")
 
 
 def _schema_problems(doc: Any, lines: Mapping[PathKey, int], file: str) -> list[Problem]:

@@ -220,7 +220,7 @@ def run_fixture(
         found = first_divergence(expected, answer.observation)
         if check_shape and (found is not None or not shape_checked):
             shape_checked = True
-            problem = first_error(answer.observation, "adapter-messages", "observation")
+            problem = first_error(answer.observation, "definitions", "observation")
             if problem is not None:
                 return finish(
                     "errored",

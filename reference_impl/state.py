@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from operator import itemgetter
 
 from .config import Config
 from .epoch_cache import EpochCache
@@ -169,12 +170,15 @@ def produce_key(outcome: ProduceOutcome) -> str:
     return outcome.id
 
 
+_offset = itemgetter(0)
+
+
 def empty_produces() -> History[ProduceOutcome]:
     return History(produce_key)
 
 
 def empty_committed() -> History[tuple[int, str, int]]:
-    return History(None)  # a committed record is its own key
+    return History(_offset)  # found by offset (cheap to hash), compared whole
 
 
 __all__ = [

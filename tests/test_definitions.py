@@ -13,14 +13,16 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import MISSING, fields
+from pathlib import Path
 from typing import Any
 
-from conformance.fixtures import load_schema
-from conformance.paths import HOME
+from conformance.schemas import schema
 from reference_impl import OBSERVATION_FIELDS, REPLICA_FIELDS, STEP_TYPES, Config, initial_state, observe
 from reference_impl.enabled import candidate_steps
 
-DEFINITIONS = load_schema("definitions.schema.json")["$defs"]
+HOME = Path(__file__).resolve().parents[1]
+
+DEFINITIONS = schema("definitions")["$defs"]
 REPLICATION = (HOME / "spec" / "replication.md").read_text(encoding="utf-8")
 PROTOCOL = (HOME / "spec" / "adapter-protocol.md").read_text(encoding="utf-8")
 COMPOSITE = {"fetch_round", "epoch_round"}
@@ -51,11 +53,11 @@ def names_in(cell: str) -> list[str]:
 
 
 def test_both_schemas_take_steps_and_observations_from_the_definitions() -> None:
-    for name in ("fixture.schema.json", "adapter-messages.schema.json"):
-        text = json.dumps(load_schema(name))
+    for name in ("fixture", "adapter-messages"):
+        text = json.dumps(schema(name))
         assert "definitions-v1.json#/$defs/action" in text, name
         assert "definitions-v1.json#/$defs/observation" in text, name
-        assert "action" not in load_schema(name)["$defs"] and "observation" not in load_schema(name)["$defs"]
+        assert "action" not in schema(name)["$defs"] and "observation" not in schema(name)["$defs"]
 
 
 def test_step_kinds_agree() -> None:

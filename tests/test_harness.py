@@ -235,7 +235,7 @@ def test_example_adapter_messages_fit_the_protocol_schema() -> None:
     import io
     import json
 
-    from conformance.fixtures import schema_validator
+    from conformance.schemas import validator
 
     sys.path.insert(0, str(ROOT / "examples"))
     from stdio_reference_adapter import Handler, serve
@@ -250,8 +250,8 @@ def test_example_adapter_messages_fit_the_protocol_schema() -> None:
     out = io.StringIO()
     serve(Handler(), io.StringIO("".join(json.dumps(r) + "\n" for r in requests)), out)
     replies = [json.loads(line) for line in out.getvalue().splitlines()]
-    request_validator = schema_validator("adapter-messages.schema.json", "request")
-    reply_validator = schema_validator("adapter-messages.schema.json", "response")
+    request_validator = validator("adapter-messages", "request")
+    reply_validator = validator("adapter-messages", "response")
     for request in requests:
         request_validator.validate(request)
     for reply in replies:

@@ -10,8 +10,10 @@ to ask who leads), no two modules import each other even indirectly, and nothing
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
-from conformance.paths import HOME
+HOME = Path(__file__).resolve().parents[1]
+
 
 PACKAGE = HOME / "reference_impl"
 
