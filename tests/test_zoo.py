@@ -53,3 +53,51 @@ def test_the_bundled_suite_kills_each_member(name: str, verdicts: Sensitivity) -
 
 def test_kill_rate_is_complete(verdicts: Sensitivity) -> None:
     assert verdicts.kill_rate == 1.0, [v.member.name for v in verdicts.survivors]
+
+
+def test_a_member_is_an_implementation_by_name() -> None:
+    from conformance.registry import UnknownImplementation, resolve
+    from conformance.zoo import Mutant
+
+    adapter = resolve("zoo:hw-without-max")
+    assert isinstance(adapter, Mutant) and adapter.describe().name == "hw-without-max"
+    with pytest.raises(UnknownImplementation, match="no zoo member 'nonsense'"):
+        resolve("zoo:nonsense")
+
+
+SEEDS = Path(__file__).resolve().parent.parent / "fixtures" / "seeds"
+
+
+def test_sensitivity_command_kills_survives_and_lists(capsys: pytest.CaptureFixture[str]) -> None:
+    from conformance.cli import main
+
+    purgatory = str(SEEDS / "02-purgatory.yaml")
+    assert main(["sensitivity", "--fixtures", purgatory, "--zoo", "no-purgatory", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "no-fetch-purgatory" in out and "kill rate: 1/1 members (100%)" in out and "step 1 of" in out
+
+    # the purgatory seed says nothing about checkpoints: that member survives, exit 1
+    assert main(["sensitivity", "--fixtures", purgatory, "--zoo", "hw-checkpoint-never-written"]) == 1
+    out = capsys.readouterr().out
+    assert "SURVIVED" in out and "survivors (no fixture fails them):" in out and "CKPT-2" in out
+
+    assert main(["sensitivity", "--zoo", "nonsense", "--fixtures", purgatory]) == 2
+    assert "no zoo member 'nonsense'" in capsys.readouterr().err
+
+    assert main(["sensitivity", "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert all(m.name in listed for m in MEMBERS) and f"{len(MEMBERS)} members" in listed
+
+
+def test_sensitivity_json_names_the_killing_fixture_and_rules(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from conformance.cli import main
+
+    fixture = str(SEEDS / "02-purgatory.yaml")
+    assert main(["sensitivity", "--fixtures", fixture, "--zoo", "no-purgatory", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    [verdict] = data["verdicts"]
+    assert data["kill_rate"] == 1.0 and verdict["killed"]
+    assert verdict["shortest"]["step"] == 1 and verdict["shortest"]["fixture"].startswith("seed-02-purgatory/")
+    assert "FETCH-PARK-1" in verdict["shortest"]["rules"]
