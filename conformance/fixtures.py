@@ -205,6 +205,8 @@ def load_fixture_file(path: Path) -> list[Fixture]:
     problems += _schema_problems(doc, lines, file)
     if problems:
         raise FixtureError(problems)
+    if not isinstance(doc, dict):  # the schema reports this too; kept for the type checker
+        raise FixtureError([Problem(file, 1, "(document)", "a fixture file must be a mapping")])
     return _build(doc, lines, path)
 
 

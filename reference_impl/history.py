@@ -70,7 +70,7 @@ class History(Generic[T]):
         return f"History({list(self)!r})"
 
     def _keyed(self, item: T) -> Hashable:
-        return item if self._key is None else self._key(item)  # type: ignore[return-value]
+        return item if self._key is None else self._key(item)
 
     def append(self, item: T) -> History[T]:
         positions = self._index.setdefault(self._keyed(item), [])

@@ -18,7 +18,10 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
+from .history import History
+from .log import Log
 from .state import MEMO, Role, State
 
 
@@ -82,11 +85,11 @@ SMALL = 64
 """Below this many records a history invariant is checked in full (cheaper than its memo)."""
 
 
-def _memo(state: State) -> dict[str, object]:
-    memo = state.__dict__.get(MEMO)
+def _memo(state: State) -> dict[str, Any]:
+    memo: dict[str, Any] | None = state.__dict__.get(MEMO)
     if memo is None:
         memo = state.__dict__[MEMO] = {}
-    return memo  # type: ignore[no-any-return]
+    return memo
 
 
 def _acked_not_lost_incremental(state: State, before: State) -> list[Violation]:
@@ -101,7 +104,10 @@ def _acked_not_lost_incremental(state: State, before: State) -> list[Violation]:
     leader_id = state.controller.leader
     if previous is None or leader_id is None:
         return acked_not_lost(state)
-    old_leader, old_log, old_committed, lost = previous  # type: ignore[misc]
+    old_leader: str = previous[0]
+    old_log: Log = previous[1]
+    old_committed: History[tuple[int, str, int]] = previous[2]
+    lost: list[tuple[int, str, int]] = previous[3]
     leader = state.replica(leader_id)
     log, committed = leader.log, state.committed
     if (
@@ -158,8 +164,8 @@ def _consumer_below_hw_incremental(state: State, before: State) -> list[Violatio
     if consumed is None or len(consumed.records) < SMALL:  # cheaper to look than to remember
         return consumer_below_hw(state)
     previous = _memo(before).get("ConsumerBelowHw")
-    if previous is not None and previous[0] is state.consumed:  # type: ignore[index]
-        result: list[Violation] = previous[1]  # type: ignore[index]
+    if previous is not None and previous[0] is state.consumed:
+        result: list[Violation] = previous[1]
     else:
         result = consumer_below_hw(state)
     _memo(state)["ConsumerBelowHw"] = (state.consumed, result)

@@ -13,6 +13,11 @@ being appended (a follower appending what it fetched from a leader whose log sha
 buffer) and copies its prefix into a new buffer otherwise (after a divergence). Logs
 that share a buffer agree on their common prefix, which makes comparing them O(1) in the
 common case (``same_prefix``).
+
+Going on from an older state (a model checker's branch, a replay from a kept state) is
+still correct, but the first append of each branch copies the log once, and its
+followers' logs then have buffers of their own: comparing them (the StrongIsr invariant)
+costs O(length) again on that branch.
 """
 
 from __future__ import annotations
