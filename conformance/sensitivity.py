@@ -79,6 +79,7 @@ class Sensitivity:
     verdicts: list[Verdict]
     fixtures: int
     seconds: float
+    level: str = "exact"
 
     @property
     def killed(self) -> list[Verdict]:
@@ -114,6 +115,7 @@ class Sensitivity:
             "survivors": [v.member.name for v in self.survivors],
             "median_witness_steps": self.median_witness,
             "fixtures": self.fixtures,
+            "level": self.level,
             "seconds": round(self.seconds, 3),
             "verdicts": [v.to_dict() for v in self.verdicts],
         }
@@ -130,13 +132,13 @@ def _kill(result: FixtureResult, fixture: Fixture) -> Kill:
     )
 
 
-def judge(member: Member, fixtures: Sequence[Fixture], traces: dict[str, Any]) -> Verdict:
-    """Run every fixture on one member."""
+def judge(member: Member, fixtures: Sequence[Fixture], traces: dict[str, Any], level: str = "exact") -> Verdict:
+    """Run every fixture on one member, judged at ``level`` (docs/levels.md)."""
     started = time.perf_counter()
     by_id = {f.id: f for f in fixtures}
     adapter = member.build()
     try:
-        _, results = run_fixtures(adapter, member.name, fixtures, traces)
+        _, results = run_fixtures(adapter, member.name, fixtures, traces, level=level)
     finally:
         adapter.close()
     verdict = Verdict(member)
@@ -153,17 +155,21 @@ def sensitivity(
     members: Iterable[Member],
     fixtures: Sequence[Fixture],
     progress: Callable[[Verdict], None] | None = None,
+    level: str = "exact",
 ) -> Sensitivity:
-    """Judge every member against ``fixtures`` (reference traces computed once)."""
+    """Judge every member against ``fixtures`` at ``level`` (reference traces computed once).
+
+    ``exact`` is the measure of a suite; ``settled`` or ``safety`` show which bugs a
+    judge at that level no longer sees (a bug only in bookkeeping fields or in timing)."""
     started = time.perf_counter()
     traces = {f.id: reference_trace(f) for f in fixtures}
     verdicts = []
     for member in members:
-        verdict = judge(member, fixtures, traces)
+        verdict = judge(member, fixtures, traces, level)
         verdicts.append(verdict)
         if progress is not None:
             progress(verdict)
-    return Sensitivity(verdicts, len(fixtures), time.perf_counter() - started)
+    return Sensitivity(verdicts, len(fixtures), time.perf_counter() - started, level)
 
 
 def render(result: Sensitivity, table: Callable[[list[list[Any]], list[str]], str]) -> str:
@@ -192,7 +198,8 @@ def render(result: Sensitivity, table: Callable[[list[list[Any]], list[str]], st
     out = table(rows, ["#", "member", "verdict", "shortest kill (step of length)", "rules at that step", "killed by"])
     lines = [out, ""]
     n, k = len(result.verdicts), len(result.killed)
-    lines.append(f"kill rate: {k}/{n} members ({result.kill_rate:.0%}) by {result.fixtures} fixture cases")
+    level = "" if result.level == "exact" else f" judged at level {result.level}"
+    lines.append(f"kill rate: {k}/{n} members ({result.kill_rate:.0%}) by {result.fixtures} fixture cases{level}")
     if result.median_witness is not None:
         lines.append(f"median shortest witness: {result.median_witness:g} steps")
     if result.survivors:

@@ -21,6 +21,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="only this zoo member (repeatable; default: every member, see --list)",
     )
     p.add_argument("--list", action="store_true", help="list the zoo members and exit")
+    p.add_argument(
+        "--level",
+        choices=["exact", "settled", "safety"],
+        default="exact",
+        help="how each fixture is judged (docs/levels.md): settled or safety show which members a judge at "
+        "that level no longer sees (default: exact)",
+    )
     p.add_argument("--format", choices=["terminal", "json"], default="terminal", help="(default: terminal)")
     p.add_argument("--no-progress", action="store_true", help="no progress line on the terminal")
     p.set_defaults(func=cmd_sensitivity)
@@ -50,7 +57,7 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
             sys.stderr.write(f"\r[{done[0]}/{len(members)}] {verdict.member.name}".ljust(70))
             sys.stderr.flush()
 
-    result = sensitivity(members, fixtures, progress)
+    result = sensitivity(members, fixtures, progress, args.level)
     if show:
         sys.stderr.write("\r" + " " * 70 + "\r")
     if args.format == "json":
