@@ -144,7 +144,7 @@ def unsupported_step_field(step: Step, description: Description) -> str | None:
     honoured = description.step_fields.get(step.kind)
     if honoured is None:
         return None
-    for f in fields(step):  # type: ignore[arg-type]
+    for f in fields(step):
         if f.default is MISSING or f.name in honoured:
             continue
         if getattr(step, f.name) != f.default:

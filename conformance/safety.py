@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 PROPERTIES: dict[str, str] = {
     "SAFE-HW-LE-LEO": "on every replica hw <= leo (HwLeLeo)",
@@ -166,7 +166,7 @@ def _current_leader(obs: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None
     return str(name), rep
 
 
-def _int(value: Any) -> bool:
+def _int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
