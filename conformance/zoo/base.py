@@ -32,8 +32,9 @@ from reference_impl.draft import Draft
 from ..adapter import StepResult
 from ..in_process import ALL_GENERATIONS, ReferenceAdapter
 
-Patch = tuple[Any, str, Any]
-"""``(owner, attribute, replacement)``: ``owner.attribute`` is ``replacement`` during a call."""
+Patch = tuple[Any, Any, Any]
+"""``(owner, attribute, replacement)``: ``owner.attribute`` (or ``owner[key]`` for a dict) is
+``replacement`` during a call."""
 
 APPLY = importlib.import_module("reference_impl.apply")
 """The module (``reference_impl.apply`` is also the name of its function): its ``ACTIONS``."""
@@ -98,7 +99,8 @@ class Mutant(ReferenceAdapter):
             cfg = self._state.config
             # Config.profile is a cached property: the instance's own value wins, so this
             # partition (and only it) runs with the changed flags.
-            object.__setattr__(cfg, "profile", dataclasses.replace(cfg.profile, **self.profile))
+            changes: dict[str, Any] = dict(self.profile)
+            object.__setattr__(cfg, "profile", dataclasses.replace(cfg.profile, **changes))
         self._state = self.on_reset(self._state)
 
     def step(self, step: dict[str, Any]) -> StepResult:

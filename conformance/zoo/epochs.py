@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from reference_impl import epoch_cache, epoch_leader, follower, isr, leader_fetch, roles
+from reference_impl import epoch_cache, epoch_leader, follower, isr, leader_fetch, network, roles
 from reference_impl.draft import Draft
 from reference_impl.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_OFFSET, EpochCache
 from reference_impl.hw_advance import maybe_increment_hw
@@ -53,7 +53,7 @@ class LeaderUpdatesProgressOnDivergingFetch(Mutant):
     (remote LEO, caught-up time), its ISR expansion and the HW."""
 
     def patches(self) -> Iterable[Patch]:
-        original = leader_fetch.respond
+        original = network.respond
 
         def respond(d: Draft, response: FetchResponse) -> None:
             if response.diverging_epoch is not None:
@@ -69,7 +69,7 @@ class LeaderUpdatesProgressOnDivergingFetch(Mutant):
 def _handle_fetch_without_check(skip: str) -> object:
     """``handle_fetch`` that skips FETCH-LEADER-2 ``always`` or unless the leader's epoch
     for the follower's last one is lower (``unless-epoch-lower``)."""
-    original = follower.handle_fetch
+    original = leader_fetch.handle_fetch
 
     def handle_fetch(
         d: Draft,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from reference_impl import clock, controller, isr, leader_fetch
+from reference_impl import clock, controller, isr, leader_fetch, roles
 from reference_impl.draft import Draft
 from reference_impl.state import FollowerProgress, Replica, Role, State
 from reference_impl.values import evolve
@@ -211,7 +211,7 @@ class ReelectedLeaderForgetsFollowerLeos(Mutant):
     """A leader re-elected at a new epoch forgets its followers' LEOs (unknown again)."""
 
     def patches(self) -> Iterable[Patch]:
-        original = controller.become_leader
+        original = roles.become_leader
 
         def become_leader(d: Draft, replica_id: str, epoch: int) -> None:
             replica = d.replica(replica_id)
@@ -240,7 +240,7 @@ class NewLeaderStartsFollowerLeosAtZero(Mutant):
         return on_draft(state, lambda d: _unknown_leos_at_zero(d, leader)) if leader is not None else state
 
     def patches(self) -> Iterable[Patch]:
-        original = controller.become_leader
+        original = roles.become_leader
 
         def become_leader(d: Draft, replica_id: str, epoch: int) -> None:
             original(d, replica_id, epoch)

@@ -29,7 +29,8 @@ class HwWithoutMax(Mutant):
     def patches(self) -> Iterable[Patch]:
         def leader_hw(current_hw: int, counted_leos: Iterable[int | None]) -> int:
             leos = list(counted_leos)
-            return current_hw if None in leos else min(leos)  # type: ignore[type-var]
+            known = [leo for leo in leos if leo is not None]
+            return current_hw if len(known) < len(leos) else min(known)
 
         return [(hw, "leader_hw", leader_hw)]
 

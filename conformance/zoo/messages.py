@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from reference_impl import controller, follower
+from reference_impl import controller, fetch_purgatory, follower
 from reference_impl.draft import Draft
 
 from .base import ALL, HT, Mutant, Patch, member
@@ -50,7 +50,7 @@ class SteppingDownLeaderKeepsParkedFetches(Mutant):
     broker that no longer leads."""
 
     def patches(self) -> Iterable[Patch]:
-        original = controller.abort_parked_fetches
+        original = fetch_purgatory.abort_parked_fetches
 
         def abort(d: Draft, leader_id: str, *, error: str | None) -> None:
             if error != "NOT_LEADER_OR_FOLLOWER":

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from reference_impl import State, clock, hw_advance
+from reference_impl import State, clock, hw_advance, purgatory
 from reference_impl.draft import Draft
 from reference_impl.messages import PendingProduce
 from reference_impl.purgatory import commit, outcome_of, record_outcome
@@ -104,7 +104,7 @@ class TimedOutProduceRemovesRecords(Mutant):
     """At REQUEST_TIMED_OUT the leader removes the produce's records from its log."""
 
     def patches(self) -> Iterable[Patch]:
-        original = clock.expire_produce
+        original = purgatory.expire_produce
 
         def expire(d: Draft, pending: PendingProduce) -> None:
             records = outcome_of(d, pending.id).records

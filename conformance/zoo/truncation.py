@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from reference_impl import State, controller, follower, replica_ops
+from reference_impl import State, controller, follower, replica_ops, roles
 from reference_impl.draft import Draft
 from reference_impl.epoch_cache import EpochCache
 from reference_impl.state import Role
@@ -70,7 +70,7 @@ class HtTruncateOnEveryLeaderAndIsr(Mutant):
     leader did not change (a re-election of the same leader)."""
 
     def patches(self) -> Iterable[Patch]:
-        original = controller.become_follower
+        original = roles.become_follower
 
         def become_follower(d: Draft, replica_id: str, leader_id: str, epoch: int) -> None:
             before = d.replica(replica_id)
@@ -87,7 +87,7 @@ class NoTruncationWhenLeaderUnchanged(Mutant):
     (no OffsetsForLeaderEpoch round for the new epoch)."""
 
     def patches(self) -> Iterable[Patch]:
-        original = controller.become_follower
+        original = roles.become_follower
 
         def become_follower(d: Draft, replica_id: str, leader_id: str, epoch: int) -> None:
             before = d.replica(replica_id)
