@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from .adapter import Adapter, Description
 from .coarsen import Plan, PlanStep
@@ -73,7 +73,7 @@ def _show(value: Any) -> Any:
 
 def _roles(observation: dict[str, Any] | None) -> dict[str, str]:
     reps = (observation or {}).get("replicas") or {}
-    return {name: cast(str, r.get("role")) for name, r in reps.items() if isinstance(r, dict) and r.get("role")}
+    return {name: str(r["role"]) for name, r in reps.items() if isinstance(r, dict) and r.get("role")}
 
 
 def judge(
