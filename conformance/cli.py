@@ -277,7 +277,10 @@ def cmd_impls(args: argparse.Namespace) -> int:
 
     rows = [[entry.name, entry.target, entry.summary] for entry in registered()]
     _emit(_table(rows, ["name", "factory", "what"]) + "\n")
-    _emit("\nalso: module:factory for an in-process Python implementation, exec:COMMAND for a stdio one\n")
+    _emit(
+        "\nalso: module:factory for an in-process Python implementation, exec:COMMAND for a stdio one,"
+        " zoo:NAME for a faulty one (kconform sensitivity --list)\n"
+    )
     return 0
 
 
@@ -691,6 +694,20 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"exec: implementations: how long to wait for each reply (default: {DEFAULT_TIMEOUT_S:g})",
     )
     ex.set_defaults(func=cmd_explore)
+
+    sen = _sub(
+        sub,
+        "sensitivity",
+        "how strong is a suite: run it against every zoo member (faulty implementations)",
+        "Run the selected fixtures against every member of the zoo (the reference with one replication rule "
+        "broken, each modelling a Kafka bug or a misreading; --list shows them) and print which members are "
+        "killed, by which fixtures, the shortest witness and the rules at it, the kill rate and the survivors. "
+        "Exit code 1 if a member survives. See docs/suite-strength.md.",
+    )
+    _add_selection(sen)
+    from .sensitivity_cli import add_arguments as add_sensitivity_arguments
+
+    add_sensitivity_arguments(sen)
 
     dif = _sub(
         sub,

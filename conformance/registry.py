@@ -7,7 +7,8 @@ Three forms:
   or any installed package's);
 - ``module:factory`` (or ``module:Class``): an in-process Python implementation, imported
   from the current folder first (as ``python -m`` does), then from the installed packages;
-- ``exec:COMMAND``: a program speaking the stdio protocol (spec/adapter-protocol.md).
+- ``exec:COMMAND``: a program speaking the stdio protocol (spec/adapter-protocol.md);
+- ``zoo:NAME``: a faulty implementation from the zoo (``conformance/zoo``).
 """
 
 from __future__ import annotations
@@ -59,6 +60,13 @@ def resolve(
         if not command:
             raise UnknownImplementation("exec: needs a command, e.g. exec:'./my-adapter --stdio'")
         return StdioAdapter(command, timeout_s=timeout_s, start_timeout_s=start_timeout_s)
+    if spec.startswith("zoo:"):
+        from .zoo import UnknownMember, get
+
+        try:
+            return get(spec[len("zoo:") :]).build()
+        except UnknownMember as exc:
+            raise UnknownImplementation(f"{spec}: {exc}") from None
     if spec in BUNDLED:
         return _call(BUNDLED[spec], spec)
     from importlib.metadata import entry_points

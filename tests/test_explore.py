@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from zoo import ZOO
 
 from conformance.explore import explore, leaf_paths, replay, witness_fixture
 from conformance.fixtures import load_fixture_file
 from conformance.in_process import ReferenceAdapter
 from conformance.runner import run_fixtures
+from conformance.zoo import ZOO
 from reference_impl import Config, Generation, apply, enabled_steps, initial_state
 from reference_impl.values import evolve
 
@@ -72,12 +72,12 @@ def test_replay_finds_a_zoo_members_disagreement_as_a_fixture_that_kills_it(tmp_
     result, tree = explore(config, depth=4, max_records=1)
     assert len(list(leaf_paths(tree))) > 0
     assert replay(ReferenceAdapter(), config, tree, result) is None  # the reference agrees with itself
-    mutant = ZOO["truncate-to-hw-on-restart"]()  # HW truncation kept under leader epochs
+    mutant = ZOO["hw-truncation-on-restart-under-epochs"]()  # HW truncation kept under leader epochs
     found = replay(mutant, config, tree, result)
     assert found is not None and found.field == "replicas.A.leo" and len(found.path) == 4
     witness = tmp_path / "w.yaml"
     witness.write_text(witness_fixture(config, found.path, "w", "t"), encoding="utf-8")
     [fixture] = load_fixture_file(witness)
-    _, [killed] = run_fixtures(ZOO["truncate-to-hw-on-restart"](), "mutant", [fixture])
+    _, [killed] = run_fixtures(ZOO["hw-truncation-on-restart-under-epochs"](), "mutant", [fixture])
     _, [passed] = run_fixtures(ReferenceAdapter(), "reference", [fixture])
     assert (killed.outcome, passed.outcome) == ("failed", "passed")

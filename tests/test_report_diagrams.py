@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 from helpers import bundled_fixtures
-from zoo import TruncateToHwOnRestart
 
 from conformance.diagrams.report import divergence_figure
 from conformance.fixtures import Fixture
 from conformance.reports import html, junit
 from conformance.results import Implementation, run_suite
 from conformance.step_states import reference_observation
+from conformance.zoo.truncation import HwTruncationOnRestartUnderEpochs
 from reference_impl import apply, initial_state, observe
 
 FIXTURE = "seed-05a-data-loss-leader-epoch"
@@ -24,7 +24,8 @@ FIXTURE = "seed-05a-data-loss-leader-epoch"
 def failing_run() -> tuple[Fixture, dict[str, Any]]:
     """A mutant that truncates to its HW on restart (HW truncation kept under leader epochs)."""
     fixture = next(f for f in bundled_fixtures() if f.id == FIXTURE)
-    doc = run_suite([Implementation("truncate-on-restart", TruncateToHwOnRestart("truncate-on-restart"))], [fixture])
+    mutant = HwTruncationOnRestartUnderEpochs("truncate-on-restart")
+    doc = run_suite([Implementation("truncate-on-restart", mutant)], [fixture])
     return fixture, doc
 
 

@@ -7,14 +7,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from zoo import ZOO
-
 from conformance.adapter import StepResult
 from conformance.fixtures import load_fixture_file
 from conformance.in_process import ReferenceAdapter
 from conformance.registry import resolve
 from conformance.runner import run_fixtures
 from conformance.stateful import fuzz, fuzz_all, witness_fixture
+from conformance.zoo import ZOO
 from reference_impl import Generation
 
 
@@ -24,7 +23,7 @@ def test_reference_adapter_agrees_with_the_reference() -> None:
 
 
 def test_a_mutant_yields_a_witness_that_replays_as_a_failure(tmp_path: Path) -> None:
-    mutant = ZOO["no-purgatory"]
+    mutant = ZOO["no-fetch-purgatory"]
     trace = fuzz(mutant(), Generation.LEADER_EPOCH, examples=100, steps=20, derandomize=True)
     assert trace is not None
     # shrunk to the step that shows the bug

@@ -1,19 +1,103 @@
-"""The fixtures catch every wrong implementation in the zoo (tests/zoo.py)."""
+"""The zoo (conformance/zoo): every member is documented, and the bundled suite kills
+every one of them (``kconform sensitivity`` at 100%)."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from helpers import bundled_fixtures
-from zoo import ZOO
 
-from conformance.runner import run_fixtures
+from conformance.sensitivity import Sensitivity, sensitivity
+from conformance.zoo import ALIASES, MEMBERS, ZOO, get
+from reference_impl import Generation
+
+SPEC = (Path(__file__).resolve().parent.parent / "spec" / "replication.md").read_text(encoding="utf-8")
+SPEC_RULES = set(re.findall(r"\b([A-Z]+(?:-[A-Z]+)*-\d+)\b", SPEC))
+
+
+@pytest.fixture(scope="module")
+def verdicts() -> Sensitivity:
+    return sensitivity(MEMBERS, bundled_fixtures())
+
+
+def test_the_zoo_has_at_least_thirty_members_with_unique_names() -> None:
+    assert len(MEMBERS) >= 30
+    assert len(ZOO) == len(MEMBERS)
+
+
+@pytest.mark.parametrize("member", MEMBERS, ids=lambda m: m.name)
+def test_each_member_says_what_it_breaks_and_where_it_comes_from(member: object) -> None:
+    from conformance.zoo import Member
+
+    assert isinstance(member, Member)
+    assert member.summary and member.source
+    assert member.generations and set(member.generations) <= {g.value for g in Generation}
+    assert member.rules and set(member.rules) <= SPEC_RULES, set(member.rules) - SPEC_RULES
+
+
+def test_old_names_still_resolve() -> None:
+    for old, new in ALIASES.items():
+        assert get(old).name == new
 
 
 @pytest.mark.parametrize("name", sorted(ZOO))
-def test_the_suite_fails_each_mutant(name: str) -> None:
-    adapter = ZOO[name]()
-    _, results = run_fixtures(adapter, name, bundled_fixtures())
-    failed = [r for r in results if r.outcome == "failed"]
-    assert failed, f"no fixture catches {name}"
-    assert not [r for r in results if r.outcome == "errored"]
-    print(f"{name}: caught by {len(failed)} fixtures, e.g. {failed[0].fixture}: {failed[0].reason}")
+def test_the_bundled_suite_kills_each_member(name: str, verdicts: Sensitivity) -> None:
+    [verdict] = [v for v in verdicts.verdicts if v.member.name == name]
+    assert not verdict.errors, verdict.errors[:3]
+    assert verdict.killed, f"no bundled fixture fails {name}: {verdict.member.summary}"
+    shortest = verdict.shortest
+    assert shortest is not None and 1 <= shortest.step <= shortest.length
+
+
+def test_kill_rate_is_complete(verdicts: Sensitivity) -> None:
+    assert verdicts.kill_rate == 1.0, [v.member.name for v in verdicts.survivors]
+
+
+def test_a_member_is_an_implementation_by_name() -> None:
+    from conformance.registry import UnknownImplementation, resolve
+    from conformance.zoo import Mutant
+
+    adapter = resolve("zoo:hw-without-max")
+    assert isinstance(adapter, Mutant) and adapter.describe().name == "hw-without-max"
+    with pytest.raises(UnknownImplementation, match="no zoo member 'nonsense'"):
+        resolve("zoo:nonsense")
+
+
+SEEDS = Path(__file__).resolve().parent.parent / "fixtures" / "seeds"
+
+
+def test_sensitivity_command_kills_survives_and_lists(capsys: pytest.CaptureFixture[str]) -> None:
+    from conformance.cli import main
+
+    purgatory = str(SEEDS / "02-purgatory.yaml")
+    assert main(["sensitivity", "--fixtures", purgatory, "--zoo", "no-purgatory", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "no-fetch-purgatory" in out and "kill rate: 1/1 members (100%)" in out and "step 1 of" in out
+
+    # the purgatory seed says nothing about checkpoints: that member survives, exit 1
+    assert main(["sensitivity", "--fixtures", purgatory, "--zoo", "hw-checkpoint-never-written"]) == 1
+    out = capsys.readouterr().out
+    assert "SURVIVED" in out and "survivors (no fixture fails them):" in out and "CKPT-2" in out
+
+    assert main(["sensitivity", "--zoo", "nonsense", "--fixtures", purgatory]) == 2
+    assert "no zoo member 'nonsense'" in capsys.readouterr().err
+
+    assert main(["sensitivity", "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert all(m.name in listed for m in MEMBERS) and f"{len(MEMBERS)} members" in listed
+
+
+def test_sensitivity_json_names_the_killing_fixture_and_rules(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from conformance.cli import main
+
+    fixture = str(SEEDS / "02-purgatory.yaml")
+    assert main(["sensitivity", "--fixtures", fixture, "--zoo", "no-purgatory", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    [verdict] = data["verdicts"]
+    assert data["kill_rate"] == 1.0 and verdict["killed"]
+    assert verdict["shortest"]["step"] == 1 and verdict["shortest"]["fixture"].startswith("seed-02-purgatory/")
+    assert "FETCH-PARK-1" in verdict["shortest"]["rules"]

@@ -1,0 +1,213 @@
+"""How strong is a suite? Run it against every zoo member and see which it kills.
+
+A zoo member (``conformance/zoo``) is the reference with one replication rule broken the
+way Kafka once broke it or a reader could misread it. A fixture *kills* a member when the
+member fails it; a member no fixture kills *survives*, and shows a rule the suite does not
+pin. The kill rate over the zoo is a suite author's measure of their corpus, as mutation
+score is for unit tests. Reading the output: docs/suite-strength.md.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .fixtures import Fixture
+from .runner import FixtureResult, reference_trace, run_fixtures
+from .zoo import Member
+
+
+@dataclass(frozen=True)
+class Kill:
+    """One fixture that kills a member: where they first differ."""
+
+    fixture: str
+    step: int
+    """The step (from 1) where the member first diverges: the witness length."""
+    length: int
+    """How many steps the fixture has."""
+    rules: tuple[str, ...]
+    """The spec rules the reference fires at that step."""
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"fixture": self.fixture, "step": self.step, "length": self.length, "rules": list(self.rules)}
+
+
+@dataclass
+class Verdict:
+    """What the suite did to one member."""
+
+    member: Member
+    kills: list[Kill] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    """Fixtures the member could not run (an exception: a bug in the member, not a kill)."""
+    seconds: float = 0.0
+
+    @property
+    def killed(self) -> bool:
+        return bool(self.kills)
+
+    @property
+    def shortest(self) -> Kill | None:
+        """The kill with the shortest witness (then the shortest fixture)."""
+        return min(self.kills, key=lambda k: (k.step, k.length, k.fixture), default=None)
+
+    def to_dict(self) -> dict[str, Any]:
+        shortest = self.shortest
+        return {
+            "member": self.member.name,
+            "catalogue_entry": self.member.number,
+            "source": self.member.source,
+            "generations": list(self.member.generations),
+            "rules_broken": list(self.member.rules),
+            "killed": self.killed,
+            "killed_by": [k.to_dict() for k in self.kills],
+            "shortest": shortest.to_dict() if shortest else None,
+            "errors": self.errors,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass
+class Sensitivity:
+    """The suite against the whole zoo (or the members selected)."""
+
+    verdicts: list[Verdict]
+    fixtures: int
+    seconds: float
+    level: str = "exact"
+
+    @property
+    def killed(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.killed]
+
+    @property
+    def survivors(self) -> list[Verdict]:
+        return [v for v in self.verdicts if not v.killed]
+
+    @property
+    def errored(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.errors]
+
+    @property
+    def kill_rate(self) -> float:
+        return len(self.killed) / len(self.verdicts) if self.verdicts else 0.0
+
+    @property
+    def median_witness(self) -> float | None:
+        steps = [v.shortest.step for v in self.killed if v.shortest]
+        return statistics.median(steps) if steps else None
+
+    @property
+    def ok(self) -> bool:
+        """Every member killed and none errored."""
+        return not self.survivors and not self.errored
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "members": len(self.verdicts),
+            "killed": len(self.killed),
+            "kill_rate": round(self.kill_rate, 4),
+            "survivors": [v.member.name for v in self.survivors],
+            "median_witness_steps": self.median_witness,
+            "fixtures": self.fixtures,
+            "level": self.level,
+            "seconds": round(self.seconds, 3),
+            "verdicts": [v.to_dict() for v in self.verdicts],
+        }
+
+
+def _kill(result: FixtureResult, fixture: Fixture) -> Kill:
+    divergence = result.divergence or {}
+    return Kill(
+        fixture=result.fixture,
+        step=int(divergence.get("step", result.steps_run or len(fixture.steps))),
+        length=len(fixture.steps),
+        rules=tuple(divergence.get("rules") or ()),
+        reason=result.reason,
+    )
+
+
+def judge(member: Member, fixtures: Sequence[Fixture], traces: dict[str, Any], level: str = "exact") -> Verdict:
+    """Run every fixture on one member, judged at ``level`` (docs/levels.md)."""
+    started = time.perf_counter()
+    by_id = {f.id: f for f in fixtures}
+    adapter = member.build()
+    try:
+        _, results = run_fixtures(adapter, member.name, fixtures, traces, level=level)
+    finally:
+        adapter.close()
+    verdict = Verdict(member)
+    for result in results:
+        if result.outcome == "failed":
+            verdict.kills.append(_kill(result, by_id[result.fixture]))
+        elif result.outcome == "errored":
+            verdict.errors.append(f"{result.fixture}: {result.reason}")
+    verdict.seconds = time.perf_counter() - started
+    return verdict
+
+
+def sensitivity(
+    members: Iterable[Member],
+    fixtures: Sequence[Fixture],
+    progress: Callable[[Verdict], None] | None = None,
+    level: str = "exact",
+) -> Sensitivity:
+    """Judge every member against ``fixtures`` at ``level`` (reference traces computed once).
+
+    ``exact`` is the measure of a suite; ``settled`` or ``safety`` show which bugs a
+    judge at that level no longer sees (a bug only in bookkeeping fields or in timing)."""
+    started = time.perf_counter()
+    traces = {f.id: reference_trace(f) for f in fixtures}
+    verdicts = []
+    for member in members:
+        verdict = judge(member, fixtures, traces, level)
+        verdicts.append(verdict)
+        if progress is not None:
+            progress(verdict)
+    return Sensitivity(verdicts, len(fixtures), time.perf_counter() - started, level)
+
+
+def render(result: Sensitivity, table: Callable[[list[list[Any]], list[str]], str]) -> str:
+    """The terminal report: one row per member, then the kill rate and the survivors."""
+    rows = []
+    for v in result.verdicts:
+        shortest = v.shortest
+        if shortest is None:
+            status = "ERRORED" if v.errors else "SURVIVED"
+            rows.append([v.member.number, v.member.name, status, "-", "-", "-"])
+            continue
+        by = ", ".join(sorted({k.fixture.split("/")[0] for k in v.kills})[:3])
+        more = len({k.fixture.split("/")[0] for k in v.kills}) - 3
+        by += f" (+{more})" if more > 0 else ""
+        witness = f"{shortest.step} of {shortest.length}"
+        rows.append(
+            [
+                v.member.number,
+                v.member.name,
+                f"killed by {len(v.kills)}",
+                f"{shortest.fixture} step {witness}",
+                ", ".join(shortest.rules[:4]) + (" ..." if len(shortest.rules) > 4 else ""),
+                by,
+            ]
+        )
+    out = table(rows, ["#", "member", "verdict", "shortest kill (step of length)", "rules at that step", "killed by"])
+    lines = [out, ""]
+    n, k = len(result.verdicts), len(result.killed)
+    level = "" if result.level == "exact" else f" judged at level {result.level}"
+    lines.append(f"kill rate: {k}/{n} members ({result.kill_rate:.0%}) by {result.fixtures} fixture cases{level}")
+    if result.median_witness is not None:
+        lines.append(f"median shortest witness: {result.median_witness:g} steps")
+    if result.survivors:
+        lines.append("survivors (no fixture fails them):")
+        lines += [f"  {v.member.name}: {v.member.summary} [{', '.join(v.member.rules)}]" for v in result.survivors]
+    for v in result.errored:
+        lines.append(
+            f"errored: {v.member.name}: {v.errors[0]}" + (f" (+{len(v.errors) - 1})" if len(v.errors) > 1 else "")
+        )
+    lines.append(f"time: {result.seconds:.1f} s")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,76 @@
+"""``kconform sensitivity``: the suite against every zoo member (``sensitivity.py``).
+
+Kept out of ``cli.py`` but wired into it with a few lines; the zoo and the runner are
+imported only when the command runs, so ``kconform --help`` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--zoo",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="only this zoo member (repeatable; default: every member, see --list)",
+    )
+    p.add_argument("--list", action="store_true", help="list the zoo members and exit")
+    p.add_argument(
+        "--level",
+        choices=["exact", "settled", "safety"],
+        default="exact",
+        help="how each fixture is judged (docs/levels.md): settled or safety show which members a judge at "
+        "that level no longer sees (default: exact)",
+    )
+    p.add_argument("--format", choices=["terminal", "json"], default="terminal", help="(default: terminal)")
+    p.add_argument("--no-progress", action="store_true", help="no progress line on the terminal")
+    p.set_defaults(func=cmd_sensitivity)
+
+
+def cmd_sensitivity(args: argparse.Namespace) -> int:
+    from .cli import _emit, _fail, _select, _table
+    from .sensitivity import Verdict, render, sensitivity
+    from .zoo import MEMBERS, UnknownMember, get
+
+    if args.list:
+        rows = [[m.number, m.name, ", ".join(m.rules), _generations(m.generations), m.source] for m in MEMBERS]
+        _emit(_table(rows, ["#", "member", "breaks", "differs in", "models"], maxcolwidths=[None, None, 30, 12, 60]))
+        _emit(f"\n\n{len(MEMBERS)} members; use one as an implementation with --impl zoo:NAME\n")
+        return 0
+    try:
+        members = [get(name) for name in args.zoo] if args.zoo else list(MEMBERS)
+    except UnknownMember as exc:
+        _fail(str(exc))
+    fixtures = _select(args)
+    show = not args.no_progress and args.format == "terminal" and sys.stderr.isatty()
+    done = [0]
+
+    def progress(verdict: Verdict) -> None:
+        done[0] += 1
+        if show:
+            sys.stderr.write(f"\r[{done[0]}/{len(members)}] {verdict.member.name}".ljust(70))
+            sys.stderr.flush()
+
+    result = sensitivity(members, fixtures, progress, args.level)
+    if show:
+        sys.stderr.write("\r" + " " * 70 + "\r")
+    if args.format == "json":
+        _emit(json.dumps(result.to_dict(), indent=1) + "\n")
+    else:
+        _emit(render(result, lambda rows, headers: _table(rows, headers, maxcolwidths=_widths(headers))))
+    return 0 if result.ok else 1
+
+
+def _generations(generations: tuple[str, ...]) -> str:
+    short = {"hw-truncation": "HT", "leader-epoch": "LE", "diverging-epoch": "DE"}
+    return "/".join(short.get(g, g) for g in generations)
+
+
+def _widths(headers: list[str]) -> list[Any]:
+    return [None, None, None, 45, 30, 45][: len(headers)]
