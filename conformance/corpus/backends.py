@@ -56,7 +56,11 @@ def run_tasks(
 
 
 def _inline(
-    fn: Callable[[T], R], tasks: Sequence[T], weights: Sequence[int], reduce: Callable[[R, R], R], progress: Progress | None
+    fn: Callable[[T], R],
+    tasks: Sequence[T],
+    weights: Sequence[int],
+    reduce: Callable[[R, R], R],
+    progress: Progress | None,
 ) -> R:
     total: R | None = None
     done = 0

@@ -29,7 +29,7 @@ from .aggregate import FIRST_FAILURES, Aggregate, document, merge, unexpected
 from .backends import BACKENDS, run_tasks
 from .generate import DEFAULT_MIX, GenerateError, PartTask, parse_mix, write_part
 from .progress import Progress
-from .reading import MANIFEST, CorpusError, corpus_files, count_lines, manifest, plan_splits
+from .reading import MANIFEST, SPLIT_LINES, CorpusError, corpus_files, count_lines, manifest, plan_splits
 from .replay import ReplayTask, import_roots, replay_split
 
 DEFAULT_CORPUS = Path("out/corpus")
@@ -118,7 +118,7 @@ def add_commands(sub: Any) -> None:
     rep.add_argument("--rules", action="store_true", help="terminal: add the per-rule table")
     rep.add_argument("--all-failures", action="store_true", help="terminal: every kept failure, not the first 10")
     rep.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="stdio reply timeout, seconds")
-    rep.add_argument("--split-traces", type=int, default=2000, help="traces per task for plain .jsonl files")
+    rep.add_argument("--split-traces", type=int, default=SPLIT_LINES, help=f"traces per task at most ({SPLIT_LINES})")
     _backend_options(rep, "spark")
     rep.set_defaults(func=_guard(cmd_replay))
 
@@ -346,4 +346,3 @@ def cmd_replay(args: argparse.Namespace) -> int:
         saved = save_failures(agg, args.save_failures, args.save_limit, args.timeout)
         print(f"saved {len(saved)} shrunk failing fixtures under {args.save_failures}", file=sys.stderr)
     return 1 if unexpected(agg) else 0
-

@@ -458,4 +458,6 @@ def write_part(task: PartTask) -> list[dict[str, Any]]:
     finally:
         if recorder is not None:
             recorder.close()
-    return [{"file": name, "traces": task.count, "first_index": task.start, "steps": steps, "recording_stopped": stopped}]
+    return [
+        {"file": name, "traces": task.count, "first_index": task.start, "steps": steps, "recording_stopped": stopped}
+    ]

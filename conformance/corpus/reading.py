@@ -26,8 +26,8 @@ from ..fixtures import FixtureError, Problem, load_fixture_file
 from .format import CorpusLineError, Trace, parse_line
 
 MANIFEST = "corpus-manifest.json"
-SPLIT_LINES = 2000
-"""Traces per split of a plain ``.jsonl`` file (progress granularity, task size)."""
+SPLIT_LINES = 1000
+"""Traces per split at most (the task size, and the progress granularity)."""
 
 
 class CorpusError(Exception):
@@ -36,7 +36,9 @@ class CorpusError(Exception):
 
 @dataclass(frozen=True)
 class Split:
-    """Lines ``first_line .. first_line + lines - 1`` of ``path`` (bytes ``start..end``)."""
+    """Lines ``first_line .. first_line + lines - 1`` of ``path``: for ``.jsonl`` also its
+    byte range ``start..end``; a ``.jsonl.gz`` split decompresses its file from the start
+    and skips the lines before its own (cheap next to replaying them)."""
 
     path: str
     kind: str
@@ -101,7 +103,9 @@ def plan_splits(paths: Iterable[Path], split_lines: int = SPLIT_LINES) -> list[S
             if lines is None:
                 with gzip.open(file, "rb") as f:
                     lines = sum(1 for _ in f)
-            splits.append(Split(name, "jsonl.gz", 0, -1, 1, lines))
+            size = _even(lines, split_lines)
+            for first in range(1, lines + 1, size):
+                splits.append(Split(name, "jsonl.gz", 0, -1, first, min(size, lines - first + 1)))
         else:
             try:
                 count = len(load_fixture_file(file))
@@ -111,7 +115,15 @@ def plan_splits(paths: Iterable[Path], split_lines: int = SPLIT_LINES) -> list[S
     return splits
 
 
+def _even(lines: int, most: int) -> int:
+    """Split size: at most ``most`` lines, the splits of one file as even as possible."""
+    parts = max(1, -(-lines // most))
+    return max(1, -(-lines // parts))
+
+
 def _plan_jsonl(file: Path, split_lines: int) -> list[Split]:
+    with file.open("rb") as f:
+        split_lines = _even(sum(1 for _ in f), split_lines)
     out: list[Split] = []
     start, first, n, offset, line = 0, 1, 0, 0, 0
     with file.open("rb") as f:
@@ -151,8 +163,13 @@ def read_split(split: Split) -> Iterator[Item]:
 
 def _lines(split: Split) -> Iterator[tuple[int, bytes]]:
     if split.kind == "jsonl.gz":
+        last = split.first_line + split.lines - 1
         with gzip.open(split.path, "rb") as f:
-            yield from enumerate(f, start=1)
+            for line, raw in enumerate(f, start=1):
+                if line > last:
+                    break
+                if line >= split.first_line:
+                    yield line, raw
         return
     with open(split.path, "rb") as f:
         f.seek(split.start)

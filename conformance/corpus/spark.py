@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from typing import Any
 from urllib.parse import urlparse
 
@@ -69,6 +70,36 @@ def check_java() -> None:
         raise SparkSetupError(f"{java} is Java {major}; Spark 4 needs Java {MIN_JAVA} or 21 (set JAVA_HOME)")
 
 
+LOG4J2 = """\
+# kconform: Spark's own logging at WARN, Hadoop's native-library notice and the like silenced
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
+logger.hadoop.name = org.apache.hadoop
+logger.hadoop.level = error
+logger.netty.name = io.netty
+logger.netty.level = error
+"""
+
+
+def log4j2_file() -> str:
+    """A log4j2 configuration for the driver JVM (written once per machine user)."""
+    path = os.path.join(tempfile.gettempdir(), f"kconform-log4j2-{os.getuid()}.properties")
+    try:
+        with open(path, encoding="utf-8") as f:
+            if f.read() == LOG4J2:
+                return path
+    except OSError:
+        pass
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(LOG4J2)
+    return path
+
+
 def is_loopback(master: str) -> bool:
     if master.startswith("local"):
         return True
@@ -101,6 +132,8 @@ def session(master: str = "local[*]", app: str = "kconform", conf: dict[str, str
         .config("spark.log.level", "WARN")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.python.worker.reuse", "true")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile=file:{log4j2_file()}")
+        .config("spark.executor.extraJavaOptions", f"-Dlog4j.configurationFile=file:{log4j2_file()}")
     )
     if is_loopback(master):
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
