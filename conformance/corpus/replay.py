@@ -131,6 +131,7 @@ def replay_split(task: ReplayTask, on_result: Callable[[dict[str, Any]], None] |
                     _emit(out, on_result, result)
                 continue
             fixture = fixture_record(item.fixture)
+            fixture["line"] = item.fixture.line
             fixture["provenance"] = item.provenance
             rules: list[str] | None = None
             for position, impl in enumerate(impls):
