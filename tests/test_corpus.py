@@ -12,59 +12,18 @@ from pathlib import Path
 
 import pytest
 import yaml
+from corpus_helpers import BROKEN, cli, make_corpus, outcomes, per_trace, replay
 
 from conformance.cli import main
-from conformance.corpus.aggregate import Aggregate, document, merge
-from conformance.corpus.backends import run_tasks
+from conformance.corpus.aggregate import document
 from conformance.corpus.format import CorpusLineError, apply_changes, diff_observations, dumps, parse_line
-from conformance.corpus.generate import PartTask, generate_trace, parse_mix, write_part
+from conformance.corpus.generate import generate_trace, parse_mix
 from conformance.corpus.reading import plan_splits
-from conformance.corpus.replay import ReplayTask, import_roots, replay_split
+from conformance.corpus.replay import ReplayTask, replay_split
 from conformance.fixtures import load_fixture_file
 from conformance.in_process import ReferenceAdapter
 from conformance.paths import FIXTURES_DIR
 from conformance.runner import run_fixture
-
-BROKEN = Path(__file__).parent / "fakes" / "broken_adapter.py"
-
-
-def cli(*args: object) -> int:
-    return main([str(a) for a in args])
-
-
-def make_corpus(folder: Path, traces: int, seed: int = 7, part: int = 20, record_from: str | None = None) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    mix = tuple(parse_mix([]).items())
-    for i, start in enumerate(range(0, traces, part)):
-        task = PartTask(str(folder), i, seed, start, min(part, traces - start), mix, record_from, 5.0, True, ())
-        write_part(task)
-    return folder
-
-
-def replay(corpus: Path, impls: list[str], backend: str = "inline", out: Path | None = None, **kw: object) -> Aggregate:
-    splits = plan_splits([corpus], split_lines=15)
-    tasks = [
-        ReplayTask(s, i, tuple(impls), 5.0, str(out) if out else None, sys_path=import_roots(), **kw)  # type: ignore[arg-type]
-        for i, s in enumerate(splits)
-    ]
-    return run_tasks(replay_split, tasks, [s.lines for s in splits], backend=backend, reduce=merge, workers=2)
-
-
-def outcomes(agg: Aggregate, impl: str) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for (i, _, outcome), n in agg.counts.items():
-        if i == impl:
-            out[outcome] = out.get(outcome, 0) + n
-    return out
-
-
-def per_trace(folder: Path) -> dict[tuple[str, str], dict[str, object]]:
-    records = {}
-    for part in folder.glob("part-*.jsonl"):
-        for line in part.read_text().splitlines():
-            r = json.loads(line)
-            records[(r["implementation"], r["fixture"])] = r
-    return records
 
 
 @pytest.fixture(scope="module")
