@@ -95,6 +95,9 @@ class StepResult:
 class Adapter(ABC):
     """One running implementation. Not thread-safe; one fixture at a time."""
 
+    trusted: bool = False
+    """True only for kconform's own reference: its observations are not schema-checked."""
+
     @abstractmethod
     def describe(self) -> Description: ...
 

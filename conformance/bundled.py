@@ -29,5 +29,15 @@ def reference_diverging_epoch() -> ReferenceAdapter:
     return ReferenceAdapter("diverging-epoch")
 
 
-DEFAULT_SUITE = ("reference-hw-truncation", "reference-leader-epoch", "reference-diverging-epoch")
-"""What ``kconform run`` checks when no --impl is given."""
+DEFAULT_SUITE = ("reference",)
+"""What ``kconform run`` checks when no --impl is given: the reference, which implements
+every generation, so it runs (and passes) every bundled fixture."""
+
+BUNDLED = {
+    "reference": reference,
+    "reference-hw-truncation": reference_hw_truncation,
+    "reference-leader-epoch": reference_leader_epoch,
+    "reference-diverging-epoch": reference_diverging_epoch,
+}
+"""The same factories as the entry points in pyproject.toml, resolved without scanning
+installed packages (a test checks both agree)."""

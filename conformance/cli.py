@@ -1,8 +1,10 @@
 """The ``kconform`` command.
 
 Exit codes: 0 every result as expected; 1 some result unexpected (FAIL, ERROR, XPASS);
-2 bad input or usage (a malformed fixture, an unknown implementation, an unreadable
-results file), always with a message that says what to fix.
+2 bad input or usage (a malformed fixture, an unknown implementation, an implementation
+that cannot start, an unreadable results file), always with one message that says what
+to fix. Output piped into ``head`` stops quietly. Heavy modules (tabulate, jsonschema,
+hypothesis) are imported by the commands that need them, so ``--help`` is instant.
 """
 
 from __future__ import annotations
@@ -10,37 +12,27 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import os
 import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-from tabulate import tabulate
+from reference_impl.config import Generation
 
-import reference_impl
-
-from . import reports
-from .adapter import AdapterError
 from .bundled import DEFAULT_SUITE
-from .expectations import Expectations, load_expectations
-from .explain import explain
-from .fixtures import Fixture, load_fixtures
 from .paths import FIXTURES_DIR
-from .registry import UnknownImplementation, registered, resolve
-from .results import (
-    Implementation,
-    ResultsError,
-    diff_documents,
-    load_document,
-    run_suite,
-    unexpected_count,
-    write_document,
-)
-from .runner import FixtureResult
 from .stdio import DEFAULT_TIMEOUT_S
 
+if TYPE_CHECKING:
+    from .expectations import Expectations
+    from .fixtures import Fixture
+    from .runner import FixtureResult
+
 DEFAULT_RESULTS = Path("out/kconform-results.json")
+FORMATS = ("terminal", "markdown", "html", "json", "junit")
+GENERATIONS = tuple(g.value for g in Generation)
 
 
 class UsageError(Exception):
@@ -49,6 +41,37 @@ class UsageError(Exception):
 
 def _fail(message: str) -> NoReturn:
     raise UsageError(message)
+
+
+def _emit(text: str) -> None:
+    """Write to stdout; a reader that went away (``| head``) ends the output quietly,
+    and the command still finishes (a run's results file and exit code stand)."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def _table(rows: list[list[Any]], headers: list[str], **options: Any) -> str:
+    from tabulate import tabulate
+
+    return tabulate(rows, headers=headers, tablefmt="simple", **options)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _color_enabled(choice: str, stream: TextIO) -> bool:
+    """``auto``: colour on a terminal unless NO_COLOR is set (no-color.org)."""
+    if choice == "always":
+        return True
+    if choice == "never":
+        return False
+    return stream.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
 
 # --- selection ---------------------------------------------------------------------
@@ -62,21 +85,42 @@ def _add_selection(p: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="fixture file or folder (repeatable; default: the bundled fixtures/)",
     )
-    p.add_argument("--tag", action="append", default=[], help="only fixtures with this tag (repeatable: any of them)")
+    p.add_argument(
+        "--tag", action="append", default=[], help="only fixtures with this tag (repeatable: any of them; default: all)"
+    )
     p.add_argument(
         "--generation",
         action="append",
         default=[],
-        choices=[g.value for g in reference_impl.Generation],
-        help="only fixtures run under this generation (repeatable)",
+        choices=GENERATIONS,
+        help="only fixtures run under this generation (repeatable; default: all)",
     )
-    p.add_argument("--id", action="append", default=[], metavar="GLOB", help="only fixture ids matching (repeatable)")
+    p.add_argument(
+        "--id",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="only fixture ids matching, e.g. 'seed-03*' or 'kip-320-fencing/*' (repeatable; default: all)",
+    )
+
+
+def _load(paths: list[Path] | None) -> list[Fixture]:
+    """Every fixture under ``paths``; exit 2 on any problem or when there is none."""
+    from .fixtures import fixture_files, load_fixtures
+
+    paths = paths or [FIXTURES_DIR]
+    fixtures, problems = load_fixtures(paths)
+    if problems:
+        _fail("invalid fixtures:\n" + "\n".join(str(p) for p in problems))
+    if not fixtures:
+        where = ", ".join(str(p) for p in paths)
+        found = fixture_files(paths)
+        _fail(f"no fixture files (*.yaml, *.yml) under {where}" if not found else f"no fixtures in {where}")
+    return fixtures
 
 
 def _select(args: argparse.Namespace) -> list[Fixture]:
-    fixtures, problems = load_fixtures(args.fixtures or [FIXTURES_DIR])
-    if problems:
-        _fail("invalid fixtures:\n" + "\n".join(str(p) for p in problems))
+    fixtures = _load(args.fixtures)
     out = []
     for f in fixtures:
         if args.tag and not set(args.tag) & set(f.tags):
@@ -120,6 +164,11 @@ class Progress:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from . import reports
+    from .expectations import load_expectations
+    from .registry import UnknownImplementation, resolve
+    from .results import Implementation, ImplementationCannotStart, run_suite, unexpected_count, write_document
+
     fixtures = _select(args)
     specs = args.impl or list(DEFAULT_SUITE)
     expectations, problems = load_expectations(args.expectations or [])
@@ -135,11 +184,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     selection = {"tags": args.tag, "generations": args.generation, "ids": args.id, "implementations": specs}
     try:
         document = run_suite(implementations, fixtures, expectations, progress, selection)
+    except ImplementationCannotStart as exc:
+        detail = "\n".join("  " + line for line in exc.detail.splitlines())
+        _fail(f"{exc}" + (f"\n{detail}" if detail else "") + "\nnothing was run (see docs/adapters.md, 'Handshake')")
     finally:
         progress.close()
     write_document(document, args.results)
     _warn_unused_expectations(expectations, document)
-    sys.stdout.write(reports.render(document, args.format, **_terminal_options(args)))
+    _emit(reports.render(document, args.format, **_terminal_options(args)))
     print(f"\nresults: {args.results}", file=sys.stderr)
     return 1 if unexpected_count(document) else 0
 
@@ -147,7 +199,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _terminal_options(args: argparse.Namespace) -> dict[str, Any]:
     if args.format != "terminal":
         return {}
-    return {"rules": args.rules, "matrix": args.matrix, "all_failures": args.all_failures}
+    return {
+        "rules": args.rules,
+        "matrix": args.matrix,
+        "all_failures": args.all_failures,
+        "color": _color_enabled(args.color, sys.stdout),
+    }
 
 
 def _warn_unused_expectations(expectations: Expectations, document: dict[str, Any]) -> None:
@@ -164,45 +221,59 @@ def _warn_unused_expectations(expectations: Expectations, document: dict[str, An
 def cmd_list(args: argparse.Namespace) -> int:
     fixtures = _select(args)
     rows = [[f.id, f.title, ", ".join(f.tags), f.source] for f in fixtures]
-    print(tabulate(rows, headers=["id", "title", "tags", "source"], tablefmt="simple", maxcolwidths=[None, 50, 30, 40]))
-    print(f"\n{len(fixtures)} fixtures")
+    _emit(_table(rows, ["id", "title", "tags", "source"], maxcolwidths=[None, 50, 30, 40]) + "\n")
+    _emit(f"\n{_plural(len(fixtures), 'fixture')}\n")
     return 0
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from .fixtures import fixture_files, load_fixtures
+
     paths = args.paths or [FIXTURES_DIR]
     fixtures, problems = load_fixtures(paths)
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:
-        print(f"{len(problems)} problem(s)", file=sys.stderr)
+        print(_plural(len(problems), "problem"), file=sys.stderr)
         return 2
-    print(f"{len(fixtures)} fixtures valid")
+    if not fixtures:
+        where = ", ".join(str(p) for p in paths)
+        kind = "fixtures" if fixture_files(paths) else "fixture files (*.yaml, *.yml)"
+        _fail(f"no {kind} under {where}: nothing to validate")
+    _emit(f"{_plural(len(fixtures), 'fixture')} valid\n")
     return 0
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    fixtures, problems = load_fixtures(args.fixtures or [FIXTURES_DIR])
-    if problems:
-        _fail("invalid fixtures:\n" + "\n".join(str(p) for p in problems))
-    matches = [f for f in fixtures if f.id == args.fixture or f.base_id == args.fixture]
+    from .explain import explain
+
+    target = Path(args.fixture)
+    if target.suffix in (".yaml", ".yml"):
+        if not target.exists():
+            _fail(f"{target}: no such file")
+        matches = _load([target])
+    else:
+        matches = [f for f in _load(args.fixtures) if f.id == args.fixture or f.base_id == args.fixture]
     if not matches:
         _fail(f"no fixture {args.fixture!r} (see `kconform list`)")
     fmt = "github" if args.format == "markdown" else "rounded_outline"
-    print("\n".join(explain(f, fmt) for f in matches), end="")
+    _emit("\n".join(explain(f, fmt) for f in matches))
     return 0
 
 
 def cmd_impls(args: argparse.Namespace) -> int:
-    rows = []
-    for entry in registered():
-        rows.append([entry.name, entry.target, entry.summary])
-    print(tabulate(rows, headers=["name", "factory", "what"], tablefmt="simple"))
-    print("\nalso: module:factory for an in-process Python implementation, exec:COMMAND for a stdio one")
+    from .registry import registered
+
+    rows = [[entry.name, entry.target, entry.summary] for entry in registered()]
+    _emit(_table(rows, ["name", "factory", "what"]) + "\n")
+    _emit("\nalso: module:factory for an in-process Python implementation, exec:COMMAND for a stdio one\n")
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from . import reports
+    from .results import ResultsError, load_document
+
     try:
         document = load_document(args.results)
     except ResultsError as exc:
@@ -213,122 +284,228 @@ def cmd_report(args: argparse.Namespace) -> int:
         args.output.write_text(text, encoding="utf-8")
         print(f"wrote {args.output}", file=sys.stderr)
     else:
-        sys.stdout.write(text)
+        _emit(text)
     return 0
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
+    from .results import ResultsError, diff_documents, load_document
+
     try:
         old, new = load_document(args.old), load_document(args.new)
     except ResultsError as exc:
         _fail(str(exc))
     changes = diff_documents(old, new)
     if args.format == "json":
-        print(json.dumps(changes, indent=1))
+        _emit(json.dumps(changes, indent=1) + "\n")
         return 1 if changes["regressions"] else 0
     for kind in ("regressions", "fixes", "changed", "added", "removed"):
         rows = changes[kind]
         if not rows:
             continue
-        print(f"{kind} ({len(rows)})")
         headers = list(rows[0])
-        print(tabulate([[r[h] for h in headers] for r in rows], headers=headers, tablefmt="simple") + "\n")
+        _emit(f"{kind} ({len(rows)})\n" + _table([[r[h] for h in headers] for r in rows], headers) + "\n\n")
     if not any(changes.values()):
-        print("no differences")
+        _emit("no differences\n")
     return 1 if changes["regressions"] else 0
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
+    from .adapter import AdapterError
+    from .registry import UnknownImplementation, resolve
     from .stateful import fuzz, witness_fixture  # hypothesis is only needed here
 
     try:
         adapter = resolve(args.impl, timeout_s=args.timeout)
     except UnknownImplementation as exc:
         _fail(str(exc))
-    generation = reference_impl.Generation(args.generation)
+    generation = Generation(args.generation)
     try:
         trace = fuzz(adapter, generation, args.examples, args.steps, derandomize=args.derandomize)
     except AdapterError as exc:
-        _fail(f"{args.impl} cannot describe itself: {exc.message}\n{exc.detail}")
+        _fail(f"implementation {args.impl!r} cannot start: {exc.message}\n{exc.detail}")
     if trace is None:
-        print(f"{args.impl} agreed with the reference on {args.examples} random runs ({args.generation})")
+        _emit(f"{args.impl} agreed with the reference on {args.examples} random runs ({args.generation})\n")
         return 0
     args.witness.parent.mkdir(parents=True, exist_ok=True)
     args.witness.write_text(witness_fixture(trace), encoding="utf-8")
-    print(f"{args.impl} disagrees with the reference after {len(trace.steps)} steps (shrunk).")
-    print(f"witness fixture: {args.witness}  (replay: kconform run --impl '{args.impl}' --fixtures {args.witness})")
+    _emit(f"{args.impl} disagrees with the reference after {_plural(len(trace.steps), 'step')} (shrunk).\n")
+    _emit(f"witness fixture: {args.witness}  (replay: kconform run --impl '{args.impl}' --fixtures {args.witness})\n")
     return 1
 
 
 # --- parser ---------------------------------------------------------------------------
 
 
+EPILOG = """\
+exit codes:
+  0  every result as expected
+  1  some result unexpected: FAIL, ERROR or XPASS (fuzz: a disagreement was found)
+  2  bad input or usage: a malformed fixture or expectations file, an unknown
+     implementation, one that cannot start, an unreadable results file
+
+examples:
+  kconform run                                    the bundled reference, every fixture
+  kconform run --impl my_adapter:adapter          a Python adapter (my_adapter.py here)
+  kconform run --impl exec:'./my-broker --stdio'  any program speaking the stdio protocol
+  kconform explain seed-03-data-loss-hw-truncation
+  kconform fuzz --impl my_adapter:adapter --generation diverging-epoch
+
+docs: README.md, docs/adapters.md, spec/adapter-protocol.md
+"""
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the epilog's layout; argument help states its own defaults."""
+
+
+def _sub(sub: Any, name: str, summary: str, description: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, help=summary, description=description, epilog=EPILOG, formatter_class=_Formatter
+    )
+    return parser
+
+
+def _add_report_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--rules", action="store_true", help="terminal: add the rule view (failures per spec rule)")
+    p.add_argument("--matrix", action="store_true", help="terminal: add the fixture x implementation matrix")
+    p.add_argument("--all-failures", action="store_true", help="terminal: every failure (default: the first 10)")
+    p.add_argument(
+        "--color",
+        choices=["auto", "always", "never"],
+        default="auto",
+        help="terminal: colour the statuses (default: auto = on a terminal, unless NO_COLOR is set)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from reference_impl import __version__
+
     parser = argparse.ArgumentParser(
         prog="kconform",
         description="Check implementations of Kafka partition replication against an executable spec.",
+        epilog=EPILOG,
+        formatter_class=_Formatter,
     )
-    parser.add_argument("--version", action="version", version=f"kconform {reference_impl.__version__}")
+    parser.add_argument("--version", action="version", version=f"kconform {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    run = sub.add_parser("run", help="run the fixtures against implementations and print the report")
+    run = _sub(
+        sub,
+        "run",
+        "run the fixtures against implementations and print the report",
+        "Replay every selected fixture on every implementation, compare each step's observation with the "
+        "fixture's expectation, print the report and write the results file.",
+    )
     run.add_argument(
         "--impl",
         action="append",
         metavar="SPEC",
-        help="registered name, module:factory or exec:COMMAND (repeatable; default: " + ", ".join(DEFAULT_SUITE) + ")",
+        help="a registered name (kconform impls), module:factory (a Python module in the current folder or "
+        "installed) or exec:COMMAND (a stdio program); repeatable (default: " + ", ".join(DEFAULT_SUITE) + ")",
     )
     _add_selection(run)
-    run.add_argument("--expectations", action="append", type=Path, metavar="FILE", help="expected failures (YAML)")
-    run.add_argument("--format", choices=reports.FORMATS, default="terminal", help="what to print (default: terminal)")
-    run.add_argument("--rules", action="store_true", help="terminal: add the rule view")
-    run.add_argument("--matrix", action="store_true", help="terminal: add the fixture x implementation matrix")
-    run.add_argument("--all-failures", action="store_true", help="terminal: every failure, not the first 10")
-    run.add_argument("--results", type=Path, default=DEFAULT_RESULTS, help=f"results file (default: {DEFAULT_RESULTS})")
-    run.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="stdio reply timeout, seconds")
+    run.add_argument(
+        "--expectations",
+        action="append",
+        type=Path,
+        metavar="FILE",
+        help="YAML file of known failures, reported as XFAIL (repeatable; see docs/reports.md)",
+    )
+    run.add_argument("--format", choices=FORMATS, default="terminal", help="what to print (default: terminal)")
+    _add_report_options(run)
+    run.add_argument(
+        "--results",
+        type=Path,
+        default=DEFAULT_RESULTS,
+        help=f"where to write the results file (default: {DEFAULT_RESULTS})",
+    )
+    run.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"exec: implementations: how long to wait for each reply (default: {DEFAULT_TIMEOUT_S:g})",
+    )
     run.add_argument("--no-progress", action="store_true", help="no progress line on the terminal")
     run.set_defaults(func=cmd_run)
 
-    lst = sub.add_parser("list", help="list fixtures")
+    lst = _sub(sub, "list", "list fixtures", "List the selected fixtures: id, title, tags and the source they cite.")
     _add_selection(lst)
     lst.set_defaults(func=cmd_list)
 
-    val = sub.add_parser("validate", help="check fixture files against the schema")
-    val.add_argument("paths", nargs="*", type=Path, help="files or folders (default: the bundled fixtures/)")
+    val = _sub(
+        sub,
+        "validate",
+        "check fixture files against the schema",
+        "Check fixture files against spec/fixture.schema.json and the model (steps, replica names, config). "
+        "Every problem is printed as FILE:LINE: FIELD: MESSAGE.",
+    )
+    val.add_argument("paths", nargs="*", type=Path, help="files or folders (default: the bundled fixtures)")
     val.set_defaults(func=cmd_validate)
 
-    exp = sub.add_parser("explain", help="show a fixture as a step table with the rules that fire")
-    exp.add_argument("fixture", help="fixture id (all its generations if the file has several)")
-    exp.add_argument("--fixtures", action="append", type=Path, metavar="PATH")
-    exp.add_argument("--format", choices=["terminal", "markdown"], default="terminal")
+    exp = _sub(
+        sub,
+        "explain",
+        "show a fixture as a step table with the rules that fire",
+        "Print a fixture as the seeds write their tables: each step, the fields that change (old -> new), "
+        "the spec rules the reference fires, and the fixture's explanation.",
+    )
+    exp.add_argument("fixture", help="a fixture id (all its generations) or the path of a fixture file")
+    exp.add_argument(
+        "--fixtures", action="append", type=Path, metavar="PATH", help="where to look for the id (default: bundled)"
+    )
+    exp.add_argument("--format", choices=["terminal", "markdown"], default="terminal", help="(default: terminal)")
     exp.set_defaults(func=cmd_explain)
 
-    imp = sub.add_parser("impls", help="list registered implementations")
+    imp = _sub(sub, "impls", "list registered implementations", "List the implementations usable by name with --impl.")
     imp.set_defaults(func=cmd_impls)
 
-    rep = sub.add_parser("report", help="render a saved results file")
-    rep.add_argument("results", type=Path)
-    rep.add_argument("--format", choices=reports.FORMATS, default="terminal")
-    rep.add_argument("--rules", action="store_true", help="terminal: add the rule view")
-    rep.add_argument("--matrix", action="store_true", help="terminal: add the fixture x implementation matrix")
-    rep.add_argument("--all-failures", action="store_true", help="terminal: every failure, not the first 10")
-    rep.add_argument("-o", "--output", type=Path, help="write to a file instead of stdout")
+    rep = _sub(sub, "report", "render a saved results file", "Render a results file written by `kconform run` again.")
+    rep.add_argument("results", type=Path, help="a results file (e.g. out/kconform-results.json)")
+    rep.add_argument("--format", choices=FORMATS, default="terminal", help="(default: terminal)")
+    _add_report_options(rep)
+    rep.add_argument("-o", "--output", type=Path, metavar="FILE", help="write to FILE instead of stdout")
     rep.set_defaults(func=cmd_report)
 
-    fz = sub.add_parser("fuzz", help="random runs against the reference, step by step; shrink a disagreement")
-    fz.add_argument("--impl", required=True, metavar="SPEC")
-    fz.add_argument("--generation", default="leader-epoch", choices=[g.value for g in reference_impl.Generation])
-    fz.add_argument("--examples", type=int, default=100, help="random runs (default 100)")
-    fz.add_argument("--steps", type=int, default=30, help="steps per run (default 30)")
-    fz.add_argument("--witness", type=Path, default=Path("out/fuzz-witness.yaml"))
+    fz = _sub(
+        sub,
+        "fuzz",
+        "random runs against the reference, step by step; shrink a disagreement",
+        "Draw random runs of enabled steps, apply each to the implementation and the reference, compare after "
+        "every step, and shrink the first disagreement to a witness fixture.",
+    )
+    fz.add_argument("--impl", required=True, metavar="SPEC", help="the implementation (as for run --impl)")
+    fz.add_argument(
+        "--generation", default="leader-epoch", choices=GENERATIONS, help="protocol generation (default: leader-epoch)"
+    )
+    fz.add_argument("--examples", type=int, default=100, help="random runs (default: 100)")
+    fz.add_argument("--steps", type=int, default=30, help="steps per run (default: 30)")
+    fz.add_argument(
+        "--witness",
+        type=Path,
+        default=Path("out/fuzz-witness.yaml"),
+        help="where to write the shrunk failing run (default: out/fuzz-witness.yaml)",
+    )
     fz.add_argument("--derandomize", action="store_true", help="the same runs every time (for CI)")
-    fz.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="stdio reply timeout, seconds")
+    fz.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"exec: implementations: how long to wait for each reply (default: {DEFAULT_TIMEOUT_S:g})",
+    )
     fz.set_defaults(func=cmd_fuzz)
 
-    dif = sub.add_parser("diff", help="regressions and fixes between two results files")
-    dif.add_argument("old", type=Path)
-    dif.add_argument("new", type=Path)
-    dif.add_argument("--format", choices=["terminal", "json"], default="terminal")
+    dif = _sub(
+        sub,
+        "diff",
+        "regressions and fixes between two results files",
+        "Compare two results files: regressions (passed before, not now) make the exit code 1.",
+    )
+    dif.add_argument("old", type=Path, help="the earlier results file")
+    dif.add_argument("new", type=Path, help="the later results file")
+    dif.add_argument("--format", choices=["terminal", "json"], default="terminal", help="(default: terminal)")
     dif.set_defaults(func=cmd_diff)
 
     from .corpus.cli import add_commands  # generate, replay (corpora at scale)
@@ -348,6 +525,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("kconform: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # a reader went away before _emit ran (e.g. in a progress line)
+        return 0
 
 
 if __name__ == "__main__":

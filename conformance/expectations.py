@@ -58,7 +58,7 @@ def load_expectations(paths: list[Path]) -> tuple[Expectations, list[Problem]]:
             node = yaml.compose(text, Loader=yaml.SafeLoader)
             doc = yaml.safe_load(text)
         except OSError as exc:
-            problems.append(Problem(file, 1, "(file)", f"cannot read: {exc.strerror or exc}"))
+            problems.append(Problem(file, 0, "(file)", f"cannot read: {exc.strerror or exc}"))
             continue
         except yaml.MarkedYAMLError as exc:
             line = exc.problem_mark.line + 1 if exc.problem_mark else 1

@@ -46,7 +46,8 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}: {self.field}: {self.message}"
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.field}: {self.message}"
 
 
 class FixtureError(Exception):
@@ -60,6 +61,7 @@ class FixtureError(Exception):
 @dataclass(frozen=True)
 class FixtureStep:
     index: int
+    """Position in the fixture's ``steps`` list, from 0 (``steps[index]`` in field paths)."""
     step: Step
     do: dict[str, Any]
     expect: dict[str, Any] | None
@@ -67,6 +69,11 @@ class FixtureStep:
     why: str | None
     source: str | None
     line: int
+
+    @property
+    def number(self) -> int:
+        """The step's number in reports, from 1: "step 3" is the third step."""
+        return self.index + 1
 
 
 @dataclass(frozen=True)
@@ -176,9 +183,9 @@ def load_fixture_file(path: Path) -> list[Fixture]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise FixtureError([Problem(file, 1, "(file)", f"cannot read: {exc.strerror or exc}")]) from None
+        raise FixtureError([Problem(file, 0, "(file)", f"cannot read: {exc.strerror or exc}")]) from None
     except UnicodeDecodeError as exc:
-        raise FixtureError([Problem(file, 1, "(file)", f"not UTF-8 text: {exc.reason}")]) from None
+        raise FixtureError([Problem(file, 0, "(file)", f"not UTF-8 text: {exc.reason}")]) from None
     loader = _SafeLoader(text)
     try:
         node = loader.get_single_node()  # parse once: the nodes give the line numbers ...
@@ -317,7 +324,7 @@ def load_fixtures(paths: Iterable[Path]) -> tuple[list[Fixture], list[Problem]]:
     seen: dict[str, str] = {}
     for file in fixture_files(paths):
         if not file.exists():
-            problems.append(Problem(str(file), 1, "(file)", "no such file or folder"))
+            problems.append(Problem(str(file), 0, "(file)", "no such file or folder"))
             continue
         try:
             loaded = load_fixture_file(file)

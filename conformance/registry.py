@@ -5,17 +5,20 @@ Three forms:
 - a registered name: an entry point in the ``kconform.implementations`` group whose
   object is a zero-argument factory returning an ``Adapter`` (kconform's bundled ones,
   or any installed package's);
-- ``module:factory`` (or ``module:Class``): an in-process Python implementation;
+- ``module:factory`` (or ``module:Class``): an in-process Python implementation, imported
+  from the current folder first (as ``python -m`` does), then from the installed packages;
 - ``exec:COMMAND``: a program speaking the stdio protocol (spec/adapter-protocol.md).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 
 from .adapter import Adapter
+from .bundled import BUNDLED
 from .stdio import DEFAULT_TIMEOUT_S, StdioAdapter
 
 GROUP = "kconform.implementations"
@@ -33,6 +36,8 @@ class Registered:
 
 
 def registered() -> list[Registered]:
+    from importlib.metadata import entry_points
+
     out = []
     for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
         summary = ""
@@ -52,15 +57,25 @@ def resolve(spec: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Adapter:
         if not command:
             raise UnknownImplementation("exec: needs a command, e.g. exec:'./my-adapter --stdio'")
         return StdioAdapter(command, timeout_s=timeout_s)
+    if spec in BUNDLED:
+        return _call(BUNDLED[spec], spec)
+    from importlib.metadata import entry_points
+
     found = [ep for ep in entry_points(group=GROUP) if ep.name == spec]
     if found:
         return _call(found[0].load(), spec)
     if ":" in spec:
         module_name, _, attr = spec.partition(":")
+        here = os.getcwd()
+        if here not in sys.path and "" not in sys.path:
+            sys.path.insert(0, here)
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
-            raise UnknownImplementation(f"{spec}: cannot import {module_name!r} ({exc})") from None
+            raise UnknownImplementation(
+                f"{spec}: cannot import {module_name!r}: {exc} "
+                f"(looked in the current folder {here} and the installed packages)"
+            ) from None
         try:
             factory = getattr(module, attr)
         except AttributeError:

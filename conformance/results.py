@@ -20,16 +20,26 @@ from typing import Any
 
 import reference_impl
 
-from .adapter import Adapter, Description
+from .adapter import Adapter, AdapterError, Description
 from .expectations import Expectations
 from .fixtures import Fixture
-from .runner import FixtureResult, ProgressFn, reference_rules, run_fixtures
+from .runner import FixtureResult, ProgressFn, reference_trace, run_fixtures
 
 FORMAT_VERSION = 1
 
 
 class ResultsError(Exception):
     """A results file cannot be read as a kconform results document."""
+
+
+class ImplementationCannotStart(Exception):
+    """An implementation failed its handshake (missing program, exits at once, hangs or
+    answers hello wrongly): nothing was run. ``detail`` carries stderr and the exchange."""
+
+    def __init__(self, impl_id: str, message: str, detail: str = "") -> None:
+        super().__init__(f"implementation {impl_id!r} cannot start: {message}")
+        self.impl_id = impl_id
+        self.detail = detail
 
 
 @dataclass(frozen=True)
@@ -62,15 +72,25 @@ def run_suite(
     progress: ProgressFn | None = None,
     selection: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run every fixture on every implementation and build the results document."""
+    """Run every fixture on every implementation and build the results document.
+
+    Every implementation is started (``describe``) before any fixture runs; one that cannot
+    start raises ``ImplementationCannotStart`` once, instead of erroring every fixture.
+    """
     started = datetime.now(UTC)
     t0 = time.perf_counter()
-    rules = {f.id: reference_rules(f) for f in fixtures}
+    for impl in implementations:
+        try:
+            impl.adapter.describe()
+        except AdapterError as exc:
+            _close_all(implementations)
+            raise ImplementationCannotStart(impl.id, exc.message, exc.detail) from None
+    traces = {f.id: reference_trace(f) for f in fixtures}
     impl_records: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
     for impl in implementations:
         t_impl = time.perf_counter()
-        description, impl_results = run_fixtures(impl.adapter, impl.id, fixtures, rules, progress)
+        description, impl_results = run_fixtures(impl.adapter, impl.id, fixtures, traces, progress)
         with contextlib.suppress(Exception):  # closing must not lose the results gathered
             impl.adapter.close()
         names = (impl.id,) + ((description.name,) if description else ())
@@ -91,6 +111,12 @@ def run_suite(
         "fixtures": [fixture_record(f) for f in fixtures],
         "results": results,
     }
+
+
+def _close_all(implementations: Sequence[Implementation]) -> None:
+    for impl in implementations:
+        with contextlib.suppress(Exception):
+            impl.adapter.close()
 
 
 def _apply_expectation(

@@ -3,30 +3,41 @@
 Every fixture selected lands in exactly one outcome:
 
 - ``passed``: every stated (and exposed) field matched after every step;
-- ``failed``: the first divergence (step index, field path, expected, actual), or a step
-  accepted that should have been rejected, or the reverse;
-- ``errored``: the implementation could not answer (crash, hang, invalid message,
-  refused config), with the reason and diagnostics;
+- ``failed``: the first divergence (step number, step kind, field path, expected, actual,
+  and the spec rules the reference fired at that step), or a step accepted that should have
+  been rejected, or the reverse;
+- ``errored``: the implementation could not answer (crash, hang, invalid message, an
+  observation that does not fit the protocol schema, refused config), with the reason and
+  diagnostics;
 - ``skipped``: the implementation lacks the generation, a step kind, or every field the
   fixture checks; the reason says which.
+
+Steps are numbered from 1 in every record and report ("step 3" is the third entry of the
+fixture's ``steps``). Each step is sent complete (``wire.py``: defaults spelled out, the
+automatic produce id). The first observation of each fixture, and any observation that
+differs from what the fixture expects, is checked against the protocol schema first, so
+a malformed reply errors the fixture instead of failing it with a confusing diff.
 
 The runner emits plain records (``FixtureResult.to_dict``); reports are built from them.
 """
 
 from __future__ import annotations
 
+import json
 import time
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from reference_impl import StepRejected, initial_state
 from reference_impl import apply as reference_apply
-from reference_impl import initial_state
 
 from .adapter import Adapter, AdapterError, Description
 from .compare import MISSING, all_divergences, first_divergence
-from .fixtures import Fixture
+from .fixtures import Fixture, FixtureStep
+from .schemas import first_error
+from .wire import wire_step
 
 OUTCOMES = ("passed", "failed", "errored", "skipped")
 
@@ -115,26 +126,44 @@ def skip_reason(fixture: Fixture, description: Description) -> str | None:
     return None
 
 
-def reference_rules(fixture: Fixture) -> list[str]:
-    """The spec rules the reference fires while running ``fixture`` (sorted)."""
+RuleTrace = list[tuple[str, ...]]
+"""The spec rules the reference fires at each step of a fixture, in step order."""
+
+
+def reference_trace(fixture: Fixture) -> RuleTrace:
+    """Per step, the rules the reference fires (for a rejected step: its guard's rule)."""
     state = initial_state(fixture.config)
-    fired: set[str] = set()
+    out: RuleTrace = []
     for fs in fixture.steps:
         try:
             state = reference_apply(state, fs.step)
-        except Exception as exc:  # a rejection: its guard is the rule exercised
-            rule = getattr(exc, "rule", None)
-            if rule:
-                fired.add(rule)
+        except StepRejected as exc:  # a rejection: its guard is the rule exercised
+            out.append((exc.rule,) if exc.rule else ())
             continue
-        fired.update(state.fired)
-    return sorted(fired)
+        out.append(tuple(dict.fromkeys(state.fired)))
+    return out
 
 
-def run_fixture(adapter: Adapter, description: Description, fixture: Fixture, impl_id: str) -> FixtureResult:
-    """Run one fixture on one implementation; never raises for implementation faults."""
+def reference_rules(fixture: Fixture, trace: RuleTrace | None = None) -> list[str]:
+    """The spec rules the reference fires while running ``fixture`` (sorted)."""
+    return sorted({rule for rules in (trace if trace is not None else reference_trace(fixture)) for rule in rules})
+
+
+def run_fixture(
+    adapter: Adapter,
+    description: Description,
+    fixture: Fixture,
+    impl_id: str,
+    trace: RuleTrace | None = None,
+) -> FixtureResult:
+    """Run one fixture on one implementation; never raises for implementation faults.
+
+    ``trace`` (from ``reference_trace``) names the rules fired at a divergent step.
+    """
     started = time.perf_counter()
     result = FixtureResult(implementation=impl_id, fixture=fixture.id, outcome="passed")
+    check_shape = not getattr(adapter, "trusted", False)
+    shape_checked = False
 
     def finish(outcome: str, reason: str = "", **extra: Any) -> FixtureResult:
         result.outcome = outcome
@@ -153,20 +182,27 @@ def run_fixture(adapter: Adapter, description: Description, fixture: Fixture, im
     except Exception as exc:  # an implementation's fault must not end the run
         message, detail = _fault(exc)
         return finish("errored", f"reset: {message}", detail=detail)
+    produced = 0
     for fs in fixture.steps:
-        where = f"step {fs.index} ({fs.step.kind}), {fixture.path}:{fs.line}"
+        where = f"step {fs.number} ({fs.step.kind}) at {fixture.path}:{fs.line}"
+        rules = list(trace[fs.index]) if trace is not None and fs.index < len(trace) else []
+        do = wire_step(fs.step, produced)
         try:
-            answer = adapter.step(fs.do)
+            answer = adapter.step(do)
         except Exception as exc:
             message, detail = _fault(exc)
             return finish("errored", f"{where}: {message}", detail=detail, steps_run=fs.index)
-        result.steps_run = fs.index + 1
+        result.steps_run = fs.number
+        if answer.rejected is None and do["kind"] == "produce":
+            produced += 1
         if fs.expect_rejected:
             if answer.rejected is None:
                 return finish(
                     "failed",
                     f"{where}: accepted a step that must be rejected ({fs.expect_rejected})",
-                    divergence=_divergence(fs.index, fs.line, "(step)", f"rejected ({fs.expect_rejected})", "accepted"),
+                    divergence=_divergence(
+                        fs, "(step)", f"rejected ({fs.expect_rejected})", "accepted", rules=rules
+                    ),
                 )
             continue
         if answer.rejected is not None:
@@ -174,7 +210,7 @@ def run_fixture(adapter: Adapter, description: Description, fixture: Fixture, im
             return finish(
                 "failed",
                 f"{where}: rejected a step that must be accepted{rule}: {answer.rejected}",
-                divergence=_divergence(fs.index, fs.line, "(step)", "accepted", f"rejected{rule}: {answer.rejected}"),
+                divergence=_divergence(fs, "(step)", "accepted", f"rejected{rule}: {answer.rejected}", rules=rules),
             )
         if not fs.expect:
             continue
@@ -182,8 +218,19 @@ def run_fixture(adapter: Adapter, description: Description, fixture: Fixture, im
             return finish("errored", f"{where}: no observation returned")
         expected = comparable(fs.expect, description)
         found = first_divergence(expected, answer.observation)
+        if check_shape and (found is not None or not shape_checked):
+            shape_checked = True
+            problem = first_error(answer.observation, "adapter-messages", "observation")
+            if problem is not None:
+                return finish(
+                    "errored",
+                    f"{where}: the observation does not fit the protocol schema "
+                    f"(spec/adapter-messages.schema.json, observation): {problem}",
+                    detail="observation: " + json.dumps(answer.observation)[:2000],
+                    steps_run=fs.number,
+                )
         if found is not None:
-            divergence = _divergence(fs.index, fs.line, found.path, found.expected, _show(found.actual), fs.why)
+            divergence = _divergence(fs, found.path, found.expected, _show(found.actual), rules=rules)
             divergence["differences"] = [
                 {"field": d.path, "expected": d.expected, "actual": _show(d.actual)}
                 for d in all_divergences(expected, answer.observation)
@@ -205,8 +252,18 @@ def _fault(exc: Exception) -> tuple[str, str]:
     return f"the implementation raised {type(exc).__name__}: {exc}", traceback.format_exc()
 
 
-def _divergence(index: int, line: int, path: str, expected: Any, actual: Any, why: str | None = None) -> dict[str, Any]:
-    return {"step": index, "line": line, "field": path, "expected": expected, "actual": actual, "why": why or ""}
+def _divergence(fs: FixtureStep, path: str, expected: Any, actual: Any, rules: list[str]) -> dict[str, Any]:
+    """Where a run diverged: ``step`` counts from 1; ``rules`` are what the reference fired there."""
+    return {
+        "step": fs.number,
+        "kind": fs.step.kind,
+        "line": fs.line,
+        "field": path,
+        "expected": expected,
+        "actual": actual,
+        "why": fs.why or "",
+        "rules": rules,
+    }
 
 
 ProgressFn = Callable[[str, Fixture, FixtureResult], None]
@@ -216,10 +273,11 @@ def run_fixtures(
     adapter: Adapter,
     impl_id: str,
     fixtures: Iterable[Fixture],
-    rules_by_fixture: dict[str, list[str]] | None = None,
+    traces: dict[str, RuleTrace] | None = None,
     progress: ProgressFn | None = None,
 ) -> tuple[Description | None, list[FixtureResult]]:
-    """Run every fixture on one adapter. If ``describe`` fails, every fixture is errored."""
+    """Run every fixture on one adapter. If ``describe`` fails, every fixture is errored
+    (``results.run_suite`` checks that every implementation starts before running any)."""
     fixtures = list(fixtures)
     try:
         description = adapter.describe()
@@ -231,9 +289,9 @@ def run_fixtures(
         return None, results
     results = []
     for fixture in fixtures:
-        result = run_fixture(adapter, description, fixture, impl_id)
-        if rules_by_fixture is not None:
-            result.rules = rules_by_fixture.get(fixture.id, [])
+        trace = traces[fixture.id] if traces is not None and fixture.id in traces else reference_trace(fixture)
+        result = run_fixture(adapter, description, fixture, impl_id, trace)
+        result.rules = reference_rules(fixture, trace)
         if result.outcome == "errored":
             try:
                 adapter.restart()

@@ -20,6 +20,10 @@ from typing import Any
 from .adapter import PROTOCOL_VERSION, Adapter, AdapterError, Description, StepResult
 
 DEFAULT_TIMEOUT_S = 10.0
+EXIT_GRACE_S = 2.0
+"""How long a process that closed its output may take to exit before it is reported as
+still running (and killed). Its exit code and the end of its stderr are read only
+after it has exited, so a report never misses them."""
 _EOF = object()
 
 
@@ -35,6 +39,7 @@ class StdioAdapter(Adapter):
         self._proc: subprocess.Popen[str] | None = None
         self._lines: queue.Queue[object] = queue.Queue()
         self._stderr: deque[str] = deque(maxlen=40)
+        self._stderr_pump: threading.Thread | None = None
         self._seq = 0
         self._last_request = ""
         self._last_reply = ""
@@ -55,13 +60,14 @@ class StdioAdapter(Adapter):
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
         except OSError as exc:
-            raise AdapterError(f"cannot start {shlex.join(self.argv)}: {exc.strerror or exc}") from None
+            raise AdapterError(f"cannot run {shlex.join(self.argv)}: {exc.strerror or exc}") from None
         self._lines = queue.Queue()
         self._stderr.clear()
         self._seq = 0
         proc = self._proc
         threading.Thread(target=self._pump_stdout, args=(proc, self._lines), daemon=True).start()
-        threading.Thread(target=self._pump_stderr, args=(proc, self._stderr), daemon=True).start()
+        self._stderr_pump = threading.Thread(target=self._pump_stderr, args=(proc, self._stderr), daemon=True)
+        self._stderr_pump.start()
 
     @staticmethod
     def _pump_stdout(proc: subprocess.Popen[str], lines: queue.Queue[object]) -> None:
@@ -102,12 +108,36 @@ class StdioAdapter(Adapter):
             parts.append("stderr (tail):\n" + "\n".join(self._stderr))
         return "\n".join(parts)
 
-    def _fail(self, message: str) -> AdapterError:
-        if self._proc is not None and self._proc.poll() is not None:
-            message += f" (process exited with code {self._proc.returncode})"
+    def _await_exit(self) -> int | None:
+        """The exit code of a process that stopped talking (it closed stdout or stdin),
+        waiting up to ``EXIT_GRACE_S`` for it to exit and for its stderr to drain;
+        None if it is still running."""
+        proc = self._proc
+        if proc is None:
+            return None
+        try:
+            code = proc.wait(timeout=EXIT_GRACE_S)
+        except subprocess.TimeoutExpired:
+            return None
+        if self._stderr_pump is not None:
+            self._stderr_pump.join(timeout=EXIT_GRACE_S)
+        return code
+
+    def _fail(self, message: str, code: int | None = None) -> AdapterError:
+        if code is None and self._proc is not None:
+            code = self._proc.poll()
+        if code is not None:
+            message += f" (process exited with code {code})"
         error = AdapterError(message, self._detail())
         self._kill()
         return error
+
+    def _gone(self, while_doing: str) -> AdapterError:
+        """The process stopped talking: say whether it exited (and how) or is still running."""
+        code = self._await_exit()
+        if code is None:
+            return self._fail(f"{while_doing}; it was still running {EXIT_GRACE_S:g} s later and was killed")
+        return self._fail(while_doing, code)
 
     # --- one exchange ---------------------------------------------------------------
 
@@ -124,13 +154,13 @@ class StdioAdapter(Adapter):
             self._proc.stdin.write(line + "\n")
             self._proc.stdin.flush()
         except OSError:
-            raise self._fail("the process closed its stdin") from None
+            raise self._gone(f"the process stopped reading its input before the {message['cmd']} request") from None
         try:
             raw = self._lines.get(timeout=self.timeout_s)
         except queue.Empty:
             raise self._fail(f"no reply within {self.timeout_s:g} s") from None
         if raw is _EOF:
-            raise self._fail("the process ended without replying")
+            raise self._gone("the process ended without replying")
         text = str(raw).rstrip("\n")
         self._last_reply = text[:2000]
         try:

@@ -207,6 +207,8 @@ def step_from_dict(data: Mapping[str, Any]) -> Step:
         if f.name not in data:
             continue
         value = data[f.name]
+        if value is None and f.default is None:
+            continue  # null stands for "not given" on an optional field (as kconform sends defaults)
         if f.name == "values":
             if isinstance(value, str):
                 value = [value]

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.cli import main
-from conformance.corpus.aggregate import Aggregate, merge
+from conformance.corpus.aggregate import Aggregate, merge, outcome_totals
 from conformance.corpus.backends import run_tasks
 from conformance.corpus.generate import PartTask, parse_mix, write_part
 from conformance.corpus.reading import plan_splits
@@ -48,11 +48,7 @@ def replay(
 
 
 def outcomes(agg: Aggregate, impl: str) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for (i, _, outcome), n in agg.counts.items():
-        if i == impl:
-            out[outcome] = out.get(outcome, 0) + n
-    return out
+    return outcome_totals(agg, impl)
 
 
 def per_trace(folder: Path) -> dict[tuple[str, str], dict[str, object]]:

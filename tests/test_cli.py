@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import shlex
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
@@ -30,9 +33,12 @@ def results_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_run_default_suite_prints_the_summary(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, out, _ = run(capsys, "run", "--results", str(tmp_path / "r.json"), "--no-progress")
     assert code == 0
-    assert "Summary" in out and "reference-leader-epoch" in out
     document = json.loads((tmp_path / "r.json").read_text())
-    assert len(document["results"]) == 3 * len(document["fixtures"])
+    # one reference implementing every generation runs every bundled fixture, and passes
+    assert [i["id"] for i in document["implementations"]] == ["reference"]
+    n = len(document["fixtures"])
+    assert [r["status"] for r in document["results"]] == ["PASS"] * n
+    assert f"{n}/{n} passed" in out and "1 implementation " in out
 
 
 def test_malformed_fixture_exits_2_with_file_line_field(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -218,3 +224,123 @@ def test_terminal_report_shows_ten_failures_unless_asked(capsys: pytest.CaptureF
     assert code == 0 and out.count(": FAIL\n") == 10 and "... and " in out
     code, out, _ = run(capsys, "report", str(results), "--all-failures")
     assert code == 0 and out.count(": FAIL\n") > 10 and "... and " not in out
+
+
+BROKEN = [sys.executable, str(ROOT / "tests" / "fakes" / "broken_adapter.py")]
+
+
+@pytest.mark.parametrize(
+    "command, message",
+    [
+        ("/nonexistent/kconform-adapter", "cannot run /nonexistent/kconform-adapter: No such file or directory"),
+        (
+            f"{BROKEN[0]} {BROKEN[1]} exit-at-start",
+            "the process ended without replying (process exited with code 2)",
+        ),
+        (f"{BROKEN[0]} {BROKEN[1]} hang-at-hello", "no reply within 0.5 s"),
+        (f"{BROKEN[0]} {BROKEN[1]} bad-hello", "hello reply has no valid 'implementation'"),
+    ],
+)
+def test_an_implementation_that_cannot_start_is_reported_once_with_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str, message: str
+) -> None:
+    results = tmp_path / "r.json"
+    code, out, err = run(
+        capsys, "run", "--impl", f"exec:{command}", "--timeout", "0.5", "--no-progress", "--results", str(results)
+    )
+    assert code == 2 and out == ""
+    assert err.count("cannot start") == 1, err
+    assert message in err and "nothing was run" in err
+    if "exit-at-start" in command:
+        assert "cannot open my data directory" in err  # its stderr, so the user sees why
+    assert not results.exists()
+
+
+def test_module_factory_is_found_in_the_current_folder(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "kconform_test_my_adapter.py").write_text(
+        "from conformance.in_process import ReferenceAdapter\n\n"
+        "def adapter():\n    return ReferenceAdapter(name='mine')\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    code, out, _ = run(capsys, "run", "--impl", "kconform_test_my_adapter:adapter", "--id", "seed-01*", "--no-progress")
+    assert code == 0 and "3/3 passed" in out
+    code, _, err = run(capsys, "run", "--impl", "kconform_test_nothere:adapter", "--no-progress")
+    assert code == 2 and f"looked in the current folder {tmp_path}" in err
+
+
+@pytest.mark.parametrize("argv", [["list"], ["explain", "seed-01-normal-round"], ["impls"]])
+def test_output_into_a_closed_pipe_ends_quietly(argv: list[str]) -> None:
+    shell = f"{shlex.join([sys.executable, '-m', 'conformance.cli', *argv])} | head -n 1"
+    done = subprocess.run(["bash", "-o", "pipefail", "-c", shell], capture_output=True, text=True, timeout=60)
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
+    assert done.returncode == 0 and done.stdout.count("\n") == 1
+
+
+def test_markdown_headings_and_counts(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    wrong = tmp_path / "w.json"
+    run(capsys, "run", "--impl", WRONG_HW, "--id", "seed-01-*", "--no-progress", "--results", str(wrong))
+    code, out, _ = run(capsys, "report", str(wrong), "--format", "markdown")
+    assert code == 0
+    headings = [line for line in out.splitlines() if line.startswith("#")]
+    assert "## Failures" in headings and not [h for h in headings if "# #" in h or h.startswith("##  ")]
+    assert any(h.startswith("### ") and h.endswith(": FAIL") for h in headings)
+    assert "rules fired at this step:" in out and "| 1 (fetch)" in out
+
+
+def test_xfail_is_counted_apart_from_failures(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    expect = tmp_path / "expect.yaml"
+    expect.write_text("implementation: broken-wrong-hw\nexpected_failures:\n  seed-01-normal-round: HW+1\n")
+    code, out, _ = run(
+        capsys, "run", "--impl", WRONG_HW, "--id", "seed-01-*", "--expectations", str(expect), "--no-progress",
+        "--results", str(tmp_path / "r.json"), "--color", "never",
+    )  # fmt: skip
+    assert code == 0
+    assert "0/3 passed, 3 xfail" in out and "failed" not in out.split("Failures")[0]
+
+
+def test_colour_only_when_asked_or_on_a_terminal(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    args = ["run", "--impl", WRONG_HW, "--id", "seed-01-normal-round/leader-epoch", "--no-progress"]
+    _, plain, _ = run(capsys, *args, "--results", str(tmp_path / "a.json"))  # captured: not a terminal
+    _, colour, _ = run(capsys, *args, "--results", str(tmp_path / "b.json"), "--color", "always")
+    assert "\x1b[" not in plain and "\x1b[1;31mFAIL\x1b[0m" in colour
+
+
+def test_junit_class_names_have_no_colons_or_spaces(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    results = tmp_path / "r.json"
+    run(capsys, "run", "--impl", WRONG_HW, "--id", "seed-01-*", "--no-progress", "--results", str(results))
+    _, out, _ = run(capsys, "report", str(results), "--format", "junit")
+    names = [case.get("classname", "") for case in ET.fromstring(out).iter("testcase")]
+    assert names and all(":" not in n and " " not in n and "/" not in n for n in names), names
+
+
+def test_validate_and_run_on_a_folder_without_fixtures_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    for argv in (["validate", str(tmp_path)], ["run", "--fixtures", str(tmp_path), "--no-progress"]):
+        code, _, err = run(capsys, *argv)
+        assert code == 2 and f"no fixture files (*.yaml, *.yml) under {tmp_path}" in err, err
+
+
+def test_a_missing_path_is_named_without_a_made_up_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    missing = tmp_path / "nope.yaml"
+    code, _, err = run(capsys, "validate", str(missing))
+    assert code == 2 and f"{missing}: (file): no such file or folder" in err and f"{missing}:1:" not in err
+
+
+def test_help_documents_every_argument_exit_codes_and_defaults() -> None:
+    from conformance.cli import build_parser
+
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, sub in subparsers.choices.items():
+        text = sub.format_help()
+        assert "exit codes:" in text, name
+        for action in sub._actions:
+            if action.option_strings == ["-h", "--help"]:
+                continue
+            assert action.help, f"kconform {name} {action.dest}: no help text"
+            if action.default not in (None, False, [], argparse.SUPPRESS) and action.option_strings:
+                assert "default" in action.help, f"kconform {name} {action.dest}: default not stated"

@@ -11,11 +11,12 @@ import pytest
 from helpers import bundled_fixtures
 
 from conformance.adapter import Description
+from conformance.fixtures import load_fixture_file
 from conformance.in_process import FunctionAdapter, ReferenceAdapter, StepRefused
 from conformance.registry import UnknownImplementation, resolve
 from conformance.runner import OUTCOMES, run_fixtures
 from conformance.stdio import StdioAdapter
-from reference_impl import apply, config_from_dict, initial_state, observe, step_from_dict
+from reference_impl import StepRejected, apply, config_from_dict, initial_state, observe, step_from_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = [sys.executable, str(ROOT / "examples" / "stdio_reference_adapter.py")]
@@ -49,6 +50,8 @@ def test_stdio_example_passes_every_fixture() -> None:
     "mode, reason",
     [
         ("crash-on-third-step", "the process ended without replying (process exited with code 3)"),
+        # stdout closes 0.5 s before the exit: the exit code must still be reported (the old race)
+        ("close-then-exit", "the process ended without replying (process exited with code 3)"),
         ("hang", "no reply within 0.3 s"),
         ("garbage", "reply is not JSON"),
         ("wrong-seq", "reply has seq"),
@@ -66,8 +69,10 @@ def test_broken_adapters_are_errored_and_the_run_goes_on(mode: str, reason: str)
     assert all(reason in r.reason for r in results), results[0].reason
     assert "last request:" in results[0].detail
     if mode == "crash-on-third-step":
-        assert results[0].reason.startswith("step 2 ")
-        assert "crashing on purpose at step 3" in results[0].detail  # captured stderr
+        assert results[0].reason.startswith("step 3 ")
+        assert "crashing on purpose at step 3" in results[0].detail  # captured stderr, always whole
+    if mode == "close-then-exit":
+        assert "closing stdout, exiting later" in results[0].detail
 
 
 def test_a_wrong_implementation_fails_with_its_first_divergence() -> None:
@@ -77,9 +82,56 @@ def test_a_wrong_implementation_fails_with_its_first_divergence() -> None:
     [result] = results
     assert result.outcome == "failed"
     assert result.divergence is not None
-    assert (result.divergence["step"], result.divergence["field"]) == (0, "replicas.A.hw")
+    d = result.divergence
+    # steps count from 1; the record names the step's kind and the rules the reference fired there
+    assert (d["step"], d["kind"], d["field"]) == (1, "fetch", "replicas.A.hw")
+    assert "FETCH-PARK-1" in d["rules"]
+    assert result.reason.startswith("step 1 (fetch) at ")
     assert (result.divergence["expected"], result.divergence["actual"]) == (0, 1)
     assert {d["field"] for d in result.divergence["differences"]} == {"replicas.A.hw", "replicas.B.hw"}
+
+
+def test_an_observation_of_the_wrong_shape_errors_the_fixture_with_the_schema_problem() -> None:
+    adapter = StdioAdapter([*BROKEN, "bad-observation"])
+    _, results = run_fixtures(adapter, "bad-observation", FIXTURES[:3])
+    adapter.close()
+    assert [r.outcome for r in results] == ["errored"] * 3
+    assert "does not fit the protocol schema" in results[0].reason
+    assert "isr: must be array, got string 'A,B" in results[0].reason, results[0].reason
+    assert "replicas: must be object, got array" in results[0].reason
+
+
+def test_steps_go_on_the_wire_complete_with_the_automatic_produce_id(tmp_path: Path) -> None:
+    from conformance.wire import wire_step
+
+    seen: list[dict[str, object]] = []
+    reference = ReferenceAdapter()
+
+    class Recording(FunctionAdapter):
+        def step(self, step: dict[str, object]):  # type: ignore[no-untyped-def]
+            seen.append(step)
+            return reference.step(step)
+
+    description = reference.describe()
+    adapter = Recording(description, init=reference.reset, apply=lambda s, d: s, observe=lambda s: {})
+    (tmp_path / "auto-ids.yaml").write_text(
+        "id: auto-ids\ntitle: t\nsource: s\nconfig: {replicas: [A, B]}\nsteps:\n"
+        "  - do: {kind: produce, values: [m0]}\n"
+        "  - do: {kind: produce, values: [m1], acks: 1}\n"
+        "    expect: {producer: {p1: pending, p2: acked}}\n",
+        encoding="utf-8",
+    )
+    [fixture] = load_fixture_file(tmp_path / "auto-ids.yaml")
+    _, [result] = run_fixtures(adapter, "recording", [fixture])
+    assert result.outcome == "passed", result.reason
+    produces = [s for s in seen if s["kind"] == "produce"]
+    assert produces and all(set(p) == {"kind", "values", "acks", "id", "to"} for p in produces)
+    assert [p["id"] for p in produces][:2] == ["p1", "p2"]
+    assert wire_step(step_from_dict({"kind": "fetch", "replica": "B"}), 0) == {
+        "kind": "fetch",
+        "replica": "B",
+        "max_records": None,
+    }
 
 
 def test_describe_failure_errors_every_fixture() -> None:
@@ -94,7 +146,7 @@ def test_missing_program_is_a_clear_error() -> None:
     adapter = StdioAdapter(["/nonexistent/kconform-adapter"])
     _, results = run_fixtures(adapter, "x", FIXTURES[:2])
     assert all(r.outcome == "errored" for r in results)
-    assert "cannot start /nonexistent/kconform-adapter" in results[0].reason
+    assert "cannot run /nonexistent/kconform-adapter" in results[0].reason
 
 
 def test_counts_add_up_and_skips_say_why() -> None:
@@ -204,3 +256,26 @@ def test_example_adapter_messages_fit_the_protocol_schema() -> None:
     for reply in replies:
         reply_validator.validate(reply)
     assert [r["seq"] for r in replies] == [r["seq"] for r in requests]
+
+
+def _strict(value: object) -> object:
+    """A value with its exact JSON types, so a tuple never equals a list."""
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return (type(value).__name__, [_strict(v) for v in value])
+    return (type(value).__name__, value)
+
+
+def test_the_reference_observation_is_exactly_what_json_carries() -> None:
+    import json
+
+    for fixture in FIXTURES:
+        state = initial_state(fixture.config)
+        for fs in fixture.steps:
+            try:
+                state = apply(state, fs.step)
+            except StepRejected:
+                continue
+            seen = observe(state)
+            assert _strict(seen) == _strict(json.loads(json.dumps(seen))), (fixture.id, fs.number)

@@ -39,7 +39,7 @@ OrderKey = tuple[str, int, str, int]
 class Aggregate:
     keep: int = FIRST_FAILURES
     counts: Counter[tuple[str, str, str]] = field(default_factory=Counter)
-    """(implementation, shape, outcome) -> traces."""
+    """(implementation, shape, status) -> traces (PASS, FAIL, ERROR, SKIP, XFAIL, XPASS)."""
     statuses: Counter[tuple[str, str]] = field(default_factory=Counter)
     """(implementation, status) -> traces."""
     rules: dict[tuple[str, str], list[int]] = field(default_factory=dict)
@@ -57,7 +57,7 @@ class Aggregate:
 
     def add(self, order: OrderKey, result: dict[str, Any], fixture: dict[str, Any]) -> None:
         impl, outcome = result["implementation"], result["outcome"]
-        self.counts[(impl, fixture.get("group", ""), outcome)] += 1
+        self.counts[(impl, fixture.get("group", ""), result["status"])] += 1
         self.statuses[(impl, result["status"])] += 1
         self.steps[impl] += result.get("steps_run", 0)
         self.duration_ms[impl] += result.get("duration_ms", 0.0)
@@ -111,6 +111,25 @@ def merge(a: Aggregate, b: Aggregate) -> Aggregate:
     return a.merge(b)
 
 
+OUTCOME_OF = {
+    "PASS": "passed",
+    "FAIL": "failed",
+    "ERROR": "errored",
+    "SKIP": "skipped",
+    "XFAIL": "failed",
+    "XPASS": "passed",
+}
+
+
+def outcome_totals(agg: Aggregate, impl: str | None = None) -> dict[str, int]:
+    """Results per outcome (passed, failed, errored, skipped), for one or every implementation."""
+    out: dict[str, int] = {}
+    for (i, _, status), n in agg.counts.items():
+        if impl is None or i == impl:
+            out[OUTCOME_OF[status]] = out.get(OUTCOME_OF[status], 0) + n
+    return out
+
+
 def unexpected(agg: Aggregate) -> int:
     return sum(n for (_, status), n in agg.statuses.items() if status in ("FAIL", "ERROR", "XPASS"))
 
@@ -140,8 +159,8 @@ def document(
         fixtures.setdefault(fixture["id"], fixture)
         results.append(result)
     counts = [
-        {"implementation": impl, "group": group, "outcome": outcome, "traces": n}
-        for (impl, group, outcome), n in sorted(agg.counts.items())
+        {"implementation": impl, "group": group, "status": status, "traces": n}
+        for (impl, group, status), n in sorted(agg.counts.items())
     ]
     rules = [
         {"implementation": impl, "rule": rule, **dict(zip(RULE_FIELDS, row, strict=True))}

@@ -25,12 +25,30 @@ from ..adapter import AdapterError
 from ..registry import UnknownImplementation, resolve
 from ..results import write_document
 from ..stdio import DEFAULT_TIMEOUT_S
-from .aggregate import FIRST_FAILURES, Aggregate, document, merge, unexpected
+from .aggregate import FIRST_FAILURES, Aggregate, document, merge, outcome_totals, unexpected
 from .backends import BACKENDS, run_tasks
 from .generate import DEFAULT_MIX, GenerateError, PartTask, parse_mix, write_part
 from .progress import Progress
 from .reading import MANIFEST, SPLIT_LINES, CorpusError, corpus_files, count_lines, manifest, plan_splits
 from .replay import ReplayTask, import_roots, replay_split
+
+EPILOG = """\
+exit codes:
+  0  done; for replay: every result as expected
+  1  replay: some result unexpected (FAIL, ERROR or XPASS)
+  2  bad input or set-up: a missing corpus path, an unknown implementation or one that
+     cannot start, an existing --out (generate), no Java for Spark
+
+examples:
+  kconform generate --traces 100000 --seed 1                   out/corpus, gzipped parts
+  kconform replay --corpus out/corpus --impl reference         Spark local[*]
+  kconform replay --corpus out/corpus --impl my_adapter:adapter --backend processes
+  kconform replay --corpus fixtures --impl exec:'./my-broker --stdio' --master spark://127.0.0.1:7077
+  kconform replay --corpus out/corpus --impl my_adapter:adapter --rerun out/replay --save-failures out/shrunk
+  kconform generate --traces 10000 --record-from my_adapter:adapter --out out/recorded
+
+docs: docs/replay.md
+"""
 
 DEFAULT_CORPUS = Path("out/corpus")
 DEFAULT_OUT = Path("out/replay")
@@ -51,7 +69,7 @@ def _backend_options(p: argparse.ArgumentParser, default_backend: str) -> None:
     p.add_argument(
         "--master",
         default="local[*]",
-        help="Spark master: local[*] (default), local[N] or spark://HOST:PORT (spark backend)",
+        help="Spark master: local[N] or spark://HOST:PORT (spark backend; default: local[*])",
     )
     p.add_argument("--workers", type=int, help="processes backend: pool size (default: the cores available)")
     p.add_argument("--no-progress", action="store_true", help="no progress line")
@@ -59,36 +77,53 @@ def _backend_options(p: argparse.ArgumentParser, default_backend: str) -> None:
 
 def add_commands(sub: Any) -> None:
     """Register ``generate`` and ``replay`` on the ``kconform`` sub-command parser."""
+    from ..cli import _add_report_options, _Formatter
+
     gen = sub.add_parser(
         "generate",
         help="write a corpus of seeded random traces (JSON Lines, gzipped parts)",
-        description="Seeded random walks over the reference's enabled steps, every expected observation recorded.",
+        description="Seeded random walks over the reference's enabled steps, every expected observation recorded; "
+        "trace N of a seed is the same however the corpus is made.",
+        epilog=EPILOG,
+        formatter_class=_Formatter,
     )
     gen.add_argument("--traces", type=int, required=True, help="how many traces")
-    gen.add_argument("--seed", type=int, default=1, help="the corpus seed (default 1)")
-    gen.add_argument("--start", type=int, default=0, help="index of the first trace (regenerate any trace alone)")
+    gen.add_argument("--seed", type=int, default=1, help="the corpus seed (default: 1)")
+    gen.add_argument(
+        "--start", type=int, default=0, help="index of the first trace, to regenerate any trace alone (default: 0)"
+    )
     gen.add_argument("--out", type=Path, default=DEFAULT_CORPUS, help=f"corpus folder (default: {DEFAULT_CORPUS})")
     gen.add_argument(
         "--shape",
         action="append",
         default=[],
         metavar="NAME=WEIGHT",
-        help="weight of a trace shape (repeatable; shapes: "
+        help="weight of a trace shape (repeatable; default: "
         + ", ".join(f"{n}={w:g}" for n, w in DEFAULT_MIX.items())
         + ")",
     )
     gen.add_argument("--record-from", metavar="SPEC", help="record this implementation's observations instead")
-    gen.add_argument("--part-traces", type=int, default=PART_TRACES, help=f"traces per part file ({PART_TRACES})")
+    gen.add_argument(
+        "--part-traces", type=int, default=PART_TRACES, help=f"traces per part file (default: {PART_TRACES})"
+    )
     gen.add_argument("--no-gzip", action="store_true", help="plain .jsonl parts")
     gen.add_argument("--force", action="store_true", help="replace an existing corpus in --out")
-    gen.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="stdio reply timeout, seconds")
+    gen.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        help=f"stdio reply timeout, seconds (default: {DEFAULT_TIMEOUT_S:g})",
+    )
     _backend_options(gen, "processes")
     gen.set_defaults(func=_guard(cmd_generate))
 
     rep = sub.add_parser(
         "replay",
         help="replay a corpus against implementations (Spark, a process pool or inline)",
-        description="Replay every trace of a corpus on each implementation; results per trace and a report.",
+        description="Replay every trace of a corpus on each implementation: one result per trace and "
+        "implementation (OUT/traces/part-*.jsonl), the results document (OUT/results.json) and the report.",
+        epilog=EPILOG,
+        formatter_class=_Formatter,
     )
     rep.add_argument(
         "--corpus",
@@ -107,18 +142,24 @@ def add_commands(sub: Any) -> None:
         help="replay only the traces that failed or errored in an earlier replay's output folder",
     )
     rep.add_argument("--save-failures", type=Path, metavar="DIR", help="write failing traces, shrunk, as YAML fixtures")
-    rep.add_argument("--save-limit", type=int, default=20, help="at most this many saved fixtures (default 20)")
+    rep.add_argument("--save-limit", type=int, default=20, help="at most this many saved fixtures (default: 20)")
     rep.add_argument(
         "--first-failures",
         type=int,
         default=FIRST_FAILURES,
-        help=f"failures kept in the report, in corpus order (default {FIRST_FAILURES})",
+        help=f"failures kept in the report, in corpus order (default: {FIRST_FAILURES})",
     )
     rep.add_argument("--format", choices=reports.FORMATS, default="terminal", help="what to print (default: terminal)")
-    rep.add_argument("--rules", action="store_true", help="terminal: add the per-rule table")
-    rep.add_argument("--all-failures", action="store_true", help="terminal: every kept failure, not the first 10")
-    rep.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="stdio reply timeout, seconds")
-    rep.add_argument("--split-traces", type=int, default=SPLIT_LINES, help=f"traces per task at most ({SPLIT_LINES})")
+    _add_report_options(rep)
+    rep.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        help=f"stdio reply timeout, seconds (default: {DEFAULT_TIMEOUT_S:g})",
+    )
+    rep.add_argument(
+        "--split-traces", type=int, default=SPLIT_LINES, help=f"traces per task at most (default: {SPLIT_LINES})"
+    )
     _backend_options(rep, "spark")
     rep.set_defaults(func=_guard(cmd_replay))
 
@@ -324,12 +365,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     corpus = {"files": len(files), "lines": count_lines(splits), "results_dir": str(traces_dir), "job_s": job_s}
     doc = document(agg, list(impls), started=started_at, duration_s=seconds, selection=selection, corpus=corpus)
     write_document(doc, out / "results.json")
-    options = {"rules": args.rules, "all_failures": args.all_failures} if args.format == "terminal" else {}
-    sys.stdout.write(reports.render(doc, args.format, **options))
+    from ..cli import _terminal_options
+
+    sys.stdout.write(reports.render(doc, args.format, **_terminal_options(args)))
     steps = sum(agg.steps.values())
-    counts: dict[str, int] = {}
-    for (_, _, outcome), n in agg.counts.items():
-        counts[outcome] = counts.get(outcome, 0) + n
+    counts = outcome_totals(agg)
     print(
         f"\nreplayed {agg.results} results ({count_lines(splits)} corpus lines x {len(impls)} implementations): "
         + ", ".join(f"{counts.get(o, 0)} {o}" for o in ("passed", "failed", "errored", "skipped"))

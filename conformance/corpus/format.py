@@ -39,6 +39,7 @@ import reference_impl
 from reference_impl import ConfigError, StepFormatError, config_from_dict, step_from_dict
 
 from ..fixtures import Fixture, FixtureStep
+from ..runner import RuleTrace
 
 FORMAT = 1
 """The corpus line format this kconform writes and reads (the ``corpus`` field)."""
@@ -46,8 +47,6 @@ FORMAT = 1
 _ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 
 Path = list[str]
-RuleTrace = list[tuple[str, ...]]
-"""The spec rules the reference fires at each step of a trace, in step order."""
 Change = list[Any]
 """``[path, value]`` (set the field at ``path``) or ``[path]`` (remove it)."""
 

@@ -25,7 +25,7 @@ from typing import Any
 from ..adapter import Adapter, AdapterError, Description
 from ..registry import resolve
 from ..results import fixture_record
-from ..runner import FixtureResult, reference_rules, run_fixture
+from ..runner import FixtureResult, RuleTrace, reference_rules, reference_trace, run_fixture
 from .aggregate import Aggregate
 from .format import CorpusLineError, Trace
 from .reading import Split, read_split
@@ -77,10 +77,10 @@ class _Impl:
         except Exception as exc:  # an unknown name or a factory that raises: every trace errors
             self.failure = f"cannot start: {type(exc).__name__}: {exc}"
 
-    def run(self, trace: Trace) -> FixtureResult:
+    def run(self, trace: Trace, rules: RuleTrace | None) -> FixtureResult:
         if self.adapter is None or self.description is None:
             return FixtureResult(self.spec, trace.fixture.id, "errored", reason=self.failure)
-        result = run_fixture(self.adapter, self.description, trace.fixture, self.spec)
+        result = run_fixture(self.adapter, self.description, trace.fixture, self.spec, rules)
         if result.outcome == "errored":
             try:
                 self.adapter.restart()
@@ -94,13 +94,15 @@ class _Impl:
                 self.adapter.close()
 
 
-def _rules(trace: Trace) -> list[str]:
+def _rules(trace: Trace) -> RuleTrace | None:
+    """The rules the reference fires at each step: stored in the corpus line, or
+    recomputed (YAML fixtures, lines from another reference version)."""
     if trace.rules is not None:
-        return sorted({rule for step in trace.rules for rule in step})
+        return trace.rules
     try:
-        return reference_rules(trace.fixture)
+        return reference_trace(trace.fixture)
     except Exception:  # a trace the reference itself cannot run: no rules to credit
-        return []
+        return None
 
 
 def replay_split(task: ReplayTask, on_result: Callable[[dict[str, Any]], None] | None = None) -> Aggregate:
@@ -133,14 +135,16 @@ def replay_split(task: ReplayTask, on_result: Callable[[dict[str, Any]], None] |
             fixture = fixture_record(item.fixture)
             fixture["line"] = item.fixture.line
             fixture["provenance"] = item.provenance
-            rules: list[str] | None = None
+            rules: RuleTrace | None = None
+            fired: list[str] | None = None
             for position, impl in enumerate(impls):
                 if task.only is not None and (impl.spec, item.fixture.id) not in task.only:
                     continue
-                if rules is None:
+                if fired is None:
                     rules = _rules(item)
+                    fired = reference_rules(item.fixture, rules) if rules is not None else []
                 try:
-                    result_obj = impl.run(item)
+                    result_obj = impl.run(item, rules)
                 except Exception as exc:  # a runner bug must not lose the trace either
                     result_obj = FixtureResult(
                         impl.spec,
@@ -149,7 +153,7 @@ def replay_split(task: ReplayTask, on_result: Callable[[dict[str, Any]], None] |
                         reason=f"kconform failed on this trace: {type(exc).__name__}: {exc}",
                         detail=traceback.format_exc(),
                     )
-                result_obj.rules = rules
+                result_obj.rules = fired
                 result = result_obj.to_dict()
                 result["source"] = f"{item.fixture.path}:{item.fixture.line}"
                 agg.add((item.fixture.path, item.fixture.line, item.fixture.id, position), result, fixture)

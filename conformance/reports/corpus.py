@@ -20,8 +20,8 @@ def summary(doc: dict[str, Any]) -> Table:
     per: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     total: dict[str, Counter[str]] = defaultdict(Counter)
     for row in corpus["counts"]:
-        per[(row["implementation"], row["group"])][row["outcome"]] += row["traces"]
-        total[row["implementation"]][row["outcome"]] += row["traces"]
+        per[(row["implementation"], row["group"])][row["status"]] += row["traces"]
+        total[row["implementation"]][row["status"]] += row["traces"]
     unexpected: Counter[str] = Counter()
     for key, n in corpus["statuses"].items():
         impl, _, status = key.rpartition("/")

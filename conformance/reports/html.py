@@ -54,6 +54,7 @@ def render(doc: dict[str, Any]) -> str:
         _table(views.summary(doc), 2),
         _table(views.matrix(doc), 2),
         _table(views.rules(doc), 2),
+        _table(views.culprits(doc), 2),
     ]
     failures = views.failures(doc, include_expected=True)
     if failures:

@@ -8,29 +8,53 @@ from tabulate import tabulate
 
 from . import views
 
+COLORS = {"PASS": "32", "pass": "32", "FAIL": "1;31", "ERROR": "1;35", "XPASS": "1;31", "skip": "33", "xfail": "36"}
+"""ANSI SGR codes for statuses on a terminal (green, red, magenta, yellow, cyan)."""
 
-def _render(table: views.Table, fmt: str, heading: str) -> str:
-    parts = [heading + table.title, ""]
-    parts.append(tabulate(table.rows, headers=table.headers, tablefmt=fmt, disable_numparse=True))
+
+def _paint(cell: str) -> str:
+    """Colour a status cell, or the status word that ends a failure's title."""
+    for word, code in COLORS.items():
+        if cell == word or cell.endswith(": " + word):
+            head = cell[: len(cell) - len(word)]
+            return f"{head}\x1b[{code}m{word}\x1b[0m"
+    return cell
+
+
+def _render(table: views.Table, fmt: str, heading: str, color: bool = False) -> str:
+    title = _paint(table.title) if color else table.title
+    rows = [[_paint(c) for c in row] for row in table.rows] if color else table.rows
+    parts = [heading + title, ""]
+    parts.append(tabulate(rows, headers=table.headers, tablefmt=fmt, disable_numparse=True))
     if table.note:
         parts += ["", table.note]
     return "\n".join(parts)
 
 
 def render(
-    doc: dict[str, Any], fmt: str, heading: str, *, rules: bool, matrix: bool, max_failures: int | None = None
+    doc: dict[str, Any],
+    fmt: str,
+    heading: str,
+    *,
+    rules: bool,
+    matrix: bool,
+    max_failures: int | None = None,
+    color: bool = False,
 ) -> str:
+    """The tables in order; ``heading`` is the Markdown prefix of a section title ("## "),
+    sub-sections get one more level ("### ")."""
     tables = [views.summary(doc)]
     if matrix:
         tables.append(views.matrix(doc))
     if rules:
-        tables.append(views.rules(doc))
-    out = [_render(t, fmt, heading) for t in tables]
+        tables += [views.rules(doc), views.culprits(doc)]
+    out = [_render(t, fmt, heading, color) for t in tables]
     failures = views.failures(doc)
     if failures:
         out.append(heading + "Failures")
         shown = failures if max_failures is None else failures[:max_failures]
-        out += [_render(t, fmt, heading + "#" if heading else "") for t in shown]
+        sub = "#" + heading if heading else ""
+        out += [_render(t, fmt, sub, color) for t in shown]
         if len(shown) < len(failures):
             out.append(
                 f"... and {len(failures) - len(shown)} more: `kconform report RESULTS --format markdown` "
@@ -42,11 +66,13 @@ def render(
 TERMINAL_FAILURES = 10
 
 
-def terminal(doc: dict[str, Any], *, rules: bool = False, matrix: bool = False, all_failures: bool = False) -> str:
+def terminal(
+    doc: dict[str, Any], *, rules: bool = False, matrix: bool = False, all_failures: bool = False, color: bool = False
+) -> str:
     """The report for a terminal: summary, then the first failures (matrix and rules on
-    request)."""
+    request); statuses in colour when ``color``."""
     limit = None if all_failures else TERMINAL_FAILURES
-    return render(doc, "rounded_outline", "", rules=rules, matrix=matrix, max_failures=limit)
+    return render(doc, "rounded_outline", "", rules=rules, matrix=matrix, max_failures=limit, color=color)
 
 
 def markdown(doc: dict[str, Any]) -> str:

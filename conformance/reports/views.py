@@ -5,8 +5,12 @@ Each view is format-neutral (headers and rows of strings); ``terminal``, ``markd
 
 - ``summary``: implementations x fixture groups, passed / failed / errored / skipped;
 - ``matrix``: fixtures x implementations, one status per cell;
-- ``rules``: which spec rules each implementation exercised and passed;
-- ``failures``: for each failing fixture, the differing fields at its first divergent step.
+- ``rules``: which spec rules each implementation exercised and passed, and how often each
+  rule fired at the very step where a run diverged (the likely culprit);
+- ``failures``: for each failing fixture, the differing fields at its first divergent step,
+  with the step's kind and the rules the reference fired there.
+
+Steps are numbered from 1 ("step 3" is the third step of the fixture).
 """
 
 from __future__ import annotations
@@ -33,14 +37,24 @@ def _impl_label(impl: dict[str, Any]) -> str:
     return f"{label} {impl.get('version', '')}".strip()
 
 
+COUNTED = (("FAIL", "failed"), ("ERROR", "errored"), ("SKIP", "skipped"), ("XFAIL", "xfail"), ("XPASS", "xpass"))
+"""How each status other than PASS is counted in the summary, in order."""
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def _counts_cell(counter: Counter[str]) -> str:
+    """``3/5 passed, 1 failed, 1 xfail``: counted by status, so an expected failure
+    (XFAIL) is never shown as a failure."""
     total = sum(counter.values())
     if not total:
         return "-"
-    parts = [f"{counter['passed']}/{total} passed"]
-    for outcome in ("failed", "errored", "skipped"):
-        if counter[outcome]:
-            parts.append(f"{counter[outcome]} {outcome}")
+    parts = [f"{counter['PASS']}/{total} passed"]
+    for status, word in COUNTED:
+        if counter[status]:
+            parts.append(f"{counter[status]} {word}")
     return ", ".join(parts)
 
 
@@ -56,8 +70,8 @@ def summary(doc: dict[str, Any]) -> Table:
     unexpected: Counter[str] = Counter()
     for r in doc["results"]:
         group = fixtures.get(r["fixture"], {}).get("group", "?")
-        per[(r["implementation"], group)][r["outcome"]] += 1
-        total[r["implementation"]][r["outcome"]] += 1
+        per[(r["implementation"], group)][r["status"]] += 1
+        total[r["implementation"]][r["status"]] += 1
         if r["status"] in ("FAIL", "ERROR", "XPASS"):
             unexpected[r["implementation"]] += 1
     rows = []
@@ -68,7 +82,10 @@ def summary(doc: dict[str, Any]) -> Table:
             + [_counts_cell(total[impl["id"]]), str(unexpected[impl["id"]])]
         )
     n_fix = len(doc["fixtures"])
-    note = f"{n_fix} fixtures x {len(doc['implementations'])} implementations in {doc['run']['duration_s']} s"
+    note = (
+        f"{plural(n_fix, 'fixture')} x {plural(len(doc['implementations']), 'implementation')} "
+        f"in {doc['run']['duration_s']} s"
+    )
     skips = Counter(_skip_kind(r["reason"]) for r in doc["results"] if r["outcome"] == "skipped")
     if skips:
         note += "; skipped: " + ", ".join(f"{n} {kind}" for kind, n in skips.most_common())
@@ -124,6 +141,26 @@ def rules(doc: dict[str, Any]) -> Table:
     return Table("Rules", ["rule", *impls], rows, note)
 
 
+def culprits(doc: dict[str, Any]) -> Table:
+    """Per rule: how many failures diverged at a step where the reference fired it.
+
+    A fixture exercises many rules; the ones fired at the divergent step are the likely
+    culprits, so this ranks them apart from rules that merely ran earlier.
+    """
+    impls = [i["id"] for i in doc["implementations"]]
+    counts: Counter[tuple[str, str]] = Counter()
+    for r in doc["results"]:
+        d = r.get("divergence") or {}
+        if r["outcome"] != "failed":
+            continue
+        for rule in d.get("rules") or ():
+            counts[(rule, r["implementation"])] += 1
+    rules_seen = sorted({rule for rule, _ in counts}, key=lambda x: (-sum(counts[(x, i)] for i in impls), _rule_key(x)))
+    rows = [[rule, *[str(counts[(rule, i)] or "-") for i in impls]] for rule in rules_seen]
+    note = "failed fixtures whose first divergent step fired the rule in the reference (most first)"
+    return Table("Rules at the divergent step", ["rule", *impls], rows, note)
+
+
 def _rule_key(rule: str) -> tuple[str, int]:
     head, _, num = rule.rpartition("-")
     return head, int(num) if num.isdigit() else 0
@@ -154,11 +191,14 @@ def failures(doc: dict[str, Any], include_expected: bool = False) -> list[Table]
             continue
         d = r.get("divergence") or {}
         diffs = d.get("differences") or [d]
+        step = f"{d.get('step', '')} ({d['kind']})" if d.get("kind") else str(d.get("step", ""))
         rows = [
-            [str(d.get("step", "")), x.get("field", ""), _cell(x.get("expected")), _cell(x.get("actual"))]
-            for x in diffs
+            [step if i == 0 else "", x.get("field", ""), _cell(x.get("expected")), _cell(x.get("actual"))]
+            for i, x in enumerate(diffs)
         ]
         note = f"{fixture.get('title', '')} ({fixture.get('path', '')}:{d.get('line', '')})"
+        if d.get("rules"):
+            note += f"; rules fired at this step: {' '.join(d['rules'])}"
         if d.get("why"):
             note += f"; step says: {d['why'].strip()}"
         if r["status"] == "XFAIL":

@@ -10,11 +10,17 @@ Usage: broken_adapter.py MODE, with MODE one of:
   refuse-config         answers reset with ok=false
   wrong-hw              reports every HW one higher than the reference (a wrong implementation)
   bad-hello             answers hello without an implementation
+  close-then-exit       on the third step closes stdout, then exits with code 3 only 0.5 s
+                        later (the race between end of output and exit, made deterministic)
+  exit-at-start         writes a message to stderr and exits with code 2 before reading
+  hang-at-hello         never answers hello
+  bad-observation       reports isr as a string and replicas as a list (wrong shapes)
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -48,6 +54,11 @@ class Broken(Handler):
         if MODE == "crash-on-third-step" and self.steps_since_reset == 3:
             print("broken adapter: crashing on purpose at step 3", file=sys.stderr, flush=True)
             sys.exit(3)
+        if MODE == "close-then-exit" and self.steps_since_reset == 3:
+            print("broken adapter: closing stdout, exiting later", file=sys.stderr, flush=True)
+            os.close(sys.stdout.fileno())
+            time.sleep(0.5)
+            os._exit(3)
         if MODE == "hang":
             time.sleep(3600)
         reply = super().cmd_step(request)
@@ -56,14 +67,23 @@ class Broken(Handler):
                 replica["hw"] += 1
         if MODE == "no-observation":
             return {}
+        if MODE == "bad-observation" and "observation" in reply:
+            observation = reply["observation"]
+            observation["isr"] = ",".join(observation["isr"])
+            observation["replicas"] = list(observation["replicas"].values())
         return reply
 
 
 def main() -> None:
+    if MODE == "exit-at-start":
+        print("broken adapter: cannot open my data directory", file=sys.stderr, flush=True)
+        sys.exit(2)
     handler = Broken()
     for line in sys.stdin:
         request = json.loads(line)
         seq = request.get("seq")
+        if request["cmd"] == "hello" and MODE == "hang-at-hello":
+            time.sleep(3600)
         if request["cmd"] == "step" and MODE == "garbage":
             sys.stdout.write("this is not json\n")
             sys.stdout.flush()
