@@ -336,7 +336,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         )
         for i, split in enumerate(splits)
     ]
-    total = count_lines(splits) * len(impls) if only is None else len(only)
+    total = count_lines(splits) * len(impls) if only is None else sum(1 for impl, _ in only if impl in impls)
     progress = Progress(total, "results", sys.stderr, enabled=not args.no_progress)
     started_at = datetime.now(UTC)
     started = time.perf_counter()
