@@ -256,3 +256,27 @@ def test_missing_java_is_one_clear_line(
     assert main(["replay", "--corpus", str(FIXTURES_DIR), "--impl", "reference", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("kconform: Spark needs Java 17") and len(err.splitlines()) == 1
+
+
+def test_an_old_java_is_refused_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from conformance.corpus.spark import SparkSetupError, check_java
+
+    fake = tmp_path / "bin" / "java"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\necho \'openjdk version "11.0.2" 2019-01-15\' >&2\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    with pytest.raises(SparkSetupError, match=r"is Java 11; Spark 4 needs Java 17 or 21"):
+        check_java()
+
+
+def test_progress_reports_done_total_rate_and_eta() -> None:
+    import io
+
+    from conformance.corpus.progress import Progress
+
+    stream = io.StringIO()
+    progress = Progress(2000, "traces", stream, interval_s=0)
+    progress.update(500)
+    line = stream.getvalue().strip()
+    assert line.startswith("[500/2000 traces 25%]") and "/s" in line and "ETA" in line
