@@ -263,7 +263,7 @@ def test_an_old_java_is_refused_in_one_line(tmp_path: Path, monkeypatch: pytest.
 
     fake = tmp_path / "bin" / "java"
     fake.parent.mkdir()
-    fake.write_text('#!/bin/sh\necho \'openjdk version "11.0.2" 2019-01-15\' >&2\n')
+    fake.write_text("#!/bin/sh\necho 'openjdk version \"11.0.2\" 2019-01-15' >&2\n")
     fake.chmod(0o755)
     monkeypatch.setenv("JAVA_HOME", str(tmp_path))
     with pytest.raises(SparkSetupError, match=r"is Java 11; Spark 4 needs Java 17 or 21"):

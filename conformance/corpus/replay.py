@@ -17,10 +17,10 @@ import json
 import os
 import sys
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from ..adapter import Adapter, AdapterError, Description
 from ..registry import resolve
@@ -105,12 +105,12 @@ def _rules(trace: Trace) -> RuleTrace | None:
         return None
 
 
-def replay_split(task: ReplayTask, on_result: Callable[[dict[str, Any]], None] | None = None) -> Aggregate:
+def replay_split(task: ReplayTask) -> Aggregate:
     """Replay one split; write its per-trace results; return its totals."""
     _extend_path(task.sys_path)
     agg = Aggregate(keep=task.keep)
     impls = [_Impl(spec, task.timeout_s) for spec in task.impls]
-    out = None
+    out: TextIO | None = None
     if task.results_dir is not None:
         Path(task.results_dir).mkdir(parents=True, exist_ok=True)
         out = open(Path(task.results_dir) / f"part-{task.index:05d}.jsonl", "w", encoding="utf-8")  # noqa: SIM115
@@ -130,7 +130,7 @@ def replay_split(task: ReplayTask, on_result: Callable[[dict[str, Any]], None] |
                     ).to_dict()
                     result["source"] = f"{item.file}:{item.line}"
                     agg.add_malformed((item.file, item.line, fixture["id"], position), result, fixture)
-                    _emit(out, on_result, result)
+                    _emit(out, result)
                 continue
             fixture = fixture_record(item.fixture)
             fixture["line"] = item.fixture.line
@@ -157,7 +157,7 @@ def replay_split(task: ReplayTask, on_result: Callable[[dict[str, Any]], None] |
                 result = result_obj.to_dict()
                 result["source"] = f"{item.fixture.path}:{item.fixture.line}"
                 agg.add((item.fixture.path, item.fixture.line, item.fixture.id, position), result, fixture)
-                _emit(out, on_result, result)
+                _emit(out, result)
     finally:
         for impl in impls:
             impl.close()
@@ -166,11 +166,9 @@ def replay_split(task: ReplayTask, on_result: Callable[[dict[str, Any]], None] |
     return agg
 
 
-def _emit(out: Any, on_result: Callable[[dict[str, Any]], None] | None, result: dict[str, Any]) -> None:
+def _emit(out: TextIO | None, result: dict[str, Any]) -> None:
     if out is not None:
         out.write(json.dumps(result, separators=(",", ":"), ensure_ascii=False) + "\n")
-    if on_result is not None:
-        on_result(result)
 
 
 def _malformed_fixture(error: CorpusLineError) -> dict[str, Any]:
