@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from reference_impl.config import Generation
 
+from .adapter import AdapterError
 from .bundled import DEFAULT_SUITE
 from .paths import FIXTURES_DIR
-from .stdio import DEFAULT_TIMEOUT_S
+from .stdio import DEFAULT_START_TIMEOUT_S, DEFAULT_TIMEOUT_S
 
 if TYPE_CHECKING:
     from .expectations import Expectations
@@ -177,7 +178,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     implementations = []
     for spec in specs:
         try:
-            implementations.append(Implementation(spec, resolve(spec, timeout_s=args.timeout)))
+            implementations.append(
+                Implementation(spec, resolve(spec, timeout_s=args.timeout, start_timeout_s=args.start_timeout))
+            )
         except UnknownImplementation as exc:
             _fail(str(exc))
     progress = Progress(len(fixtures) * len(implementations), sys.stderr, not args.no_progress)
@@ -311,7 +314,6 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
-    from .adapter import AdapterError
     from .registry import UnknownImplementation, resolve
     from .stateful import fuzz, witness_fixture  # hypothesis is only needed here
 
@@ -332,6 +334,80 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     _emit(f"{args.impl} disagrees with the reference after {_plural(len(trace.steps), 'step')} (shrunk).\n")
     _emit(f"witness fixture: {args.witness}  (replay: kconform run --impl '{args.impl}' --fixtures {args.witness})\n")
     return 1
+
+
+def cmd_explore(args: argparse.Namespace) -> int:
+    from reference_impl import Config, ConfigError, config_from_dict
+
+    from .explore import explore, replay, witness_fixture
+    from .registry import UnknownImplementation, resolve
+
+    adapter = None
+    if args.impl:
+        try:
+            adapter = resolve(args.impl, timeout_s=args.timeout)
+        except UnknownImplementation as exc:
+            _fail(str(exc))
+    names = ["A", "B", "C", "D", "E"][: args.replicas]
+    rows, unexpected = [], 0
+    args.out.mkdir(parents=True, exist_ok=True)
+    for generation in args.generation or list(GENERATIONS):
+        try:
+            config: Config = config_from_dict(
+                {
+                    "replicas": names,
+                    "generation": generation,
+                    "min_insync_replicas": args.min_insync,
+                    "unclean_leader_election": args.unclean,
+                    "replica_high_watermark_checkpoint_interval_ms": args.checkpoint_interval,
+                }
+            )
+        except ConfigError as exc:
+            _fail(f"--{exc.field.replace('_', '-')}: {exc.message}")
+        result, tree = explore(config, args.depth, args.records, args.seconds, args.max_states)
+        found = []
+        for finding in result.findings:
+            name = f"explore-{generation}-{finding.invariant.lower()}"
+            path = args.out / f"{name}.yaml"
+            title = f"Shortest path to a {finding.invariant} violation ({finding.detail})"
+            path.write_text(witness_fixture(config, finding.path, name, title), encoding="utf-8")
+            note = "expected in this generation" if finding.expected else "UNEXPECTED: a spec bug"
+            found.append(f"{finding.invariant} in {_plural(len(finding.path), 'step')} ({note}): {path}")
+            unexpected += not finding.expected
+        if adapter is not None:
+            try:
+                disagreement = replay(adapter, config, tree, result)
+            except AdapterError as exc:
+                _fail(f"implementation {args.impl!r} cannot start: {exc.message}\n{exc.detail}")
+            if disagreement is not None:
+                unexpected += 1
+                name = f"explore-{generation}-disagreement"
+                path = args.out / f"{name}.yaml"
+                title = f"Shortest path where {args.impl} disagrees with the reference ({disagreement.reason})"
+                path.write_text(witness_fixture(config, disagreement.path, name, title), encoding="utf-8")
+                found.append(
+                    f"{args.impl} disagrees after {_plural(len(disagreement.path), 'step')}: "
+                    f"{disagreement.reason}: {path}"
+                )
+        depth = f"{result.depth_reached}" + ("" if result.complete else f" of {args.depth} (budget ran out)")
+        rows.append(
+            [
+                generation,
+                result.states,
+                result.transitions,
+                depth,
+                f"{result.seconds:.1f}",
+                f"{result.states_per_second:,.0f}",
+                len(result.rules),
+                result.paths_replayed if adapter is not None else "-",
+                "\n".join(found) or "none",
+            ]
+        )
+    headers = ["generation", "states", "transitions", "depth", "s", "states/s", "rules", "paths replayed", "findings"]
+    _emit(_table(rows, headers, maxcolwidths=[None] * 8 + [70]) + "\n")
+    if adapter is not None:
+        adapter.close()
+    return 1 if unexpected else 0
 
 
 # --- parser ---------------------------------------------------------------------------
@@ -427,6 +503,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help=f"exec: implementations: how long to wait for each reply (default: {DEFAULT_TIMEOUT_S:g})",
     )
+    run.add_argument(
+        "--start-timeout",
+        type=float,
+        default=DEFAULT_START_TIMEOUT_S,
+        metavar="SECONDS",
+        help="exec: implementations: how long a new process may take to answer hello "
+        f"(default: {DEFAULT_START_TIMEOUT_S:g})",
+    )
     run.add_argument("--no-progress", action="store_true", help="no progress line on the terminal")
     run.set_defaults(func=cmd_run)
 
@@ -496,6 +580,48 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"exec: implementations: how long to wait for each reply (default: {DEFAULT_TIMEOUT_S:g})",
     )
     fz.set_defaults(func=cmd_fuzz)
+
+    ex = _sub(
+        sub,
+        "explore",
+        "every reachable state of a small cluster, to a depth: invariants and an optional implementation",
+        "Breadth-first search over every enabled step from the initial state (states deduplicated), checking "
+        "the spec's invariants on every reachable state; with --impl, every path of the search tree is replayed "
+        "on the implementation and compared with the reference. Shortest witnesses are written as fixtures. "
+        "See docs/explore.md.",
+    )
+    ex.add_argument("--generation", action="append", choices=GENERATIONS, help="repeatable (default: all three)")
+    ex.add_argument("--replicas", type=int, choices=[2, 3, 4, 5], default=2, help="replicas A, B, ... (default: 2)")
+    ex.add_argument("--records", type=int, default=2, help="at most this many produce steps per path (default: 2)")
+    ex.add_argument("--depth", type=int, default=8, help="steps from the initial state (default: 8)")
+    ex.add_argument(
+        "--seconds",
+        type=float,
+        default=60.0,
+        help="time budget per generation; then the depth reached is reported (default: 60)",
+    )
+    ex.add_argument("--max-states", type=int, help="state budget per generation (default: no limit)")
+    ex.add_argument("--min-insync", type=int, default=1, help="min.insync.replicas (default: 1)")
+    ex.add_argument("--unclean", action="store_true", help="unclean.leader.election.enable=true")
+    ex.add_argument(
+        "--checkpoint-interval",
+        type=int,
+        default=0,
+        metavar="MS",
+        help="replica.high.watermark.checkpoint.interval.ms; 0 = on every change (default: 0)",
+    )
+    ex.add_argument("--impl", metavar="SPEC", help="also replay every path on this implementation (as run --impl)")
+    ex.add_argument(
+        "--out", type=Path, default=Path("out/explore"), help="where witness fixtures go (default: out/explore)"
+    )
+    ex.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"exec: implementations: how long to wait for each reply (default: {DEFAULT_TIMEOUT_S:g})",
+    )
+    ex.set_defaults(func=cmd_explore)
 
     dif = _sub(
         sub,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .adapter import Adapter
 from .bundled import BUNDLED
-from .stdio import DEFAULT_TIMEOUT_S, StdioAdapter
+from .stdio import DEFAULT_START_TIMEOUT_S, DEFAULT_TIMEOUT_S, StdioAdapter
 
 GROUP = "kconform.implementations"
 
@@ -50,13 +50,15 @@ def registered() -> list[Registered]:
     return out
 
 
-def resolve(spec: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Adapter:
+def resolve(
+    spec: str, timeout_s: float = DEFAULT_TIMEOUT_S, start_timeout_s: float = DEFAULT_START_TIMEOUT_S
+) -> Adapter:
     """Build the adapter named by ``spec``; raise ``UnknownImplementation`` if none."""
     if spec.startswith("exec:"):
         command = spec[len("exec:") :].strip()
         if not command:
             raise UnknownImplementation("exec: needs a command, e.g. exec:'./my-adapter --stdio'")
-        return StdioAdapter(command, timeout_s=timeout_s)
+        return StdioAdapter(command, timeout_s=timeout_s, start_timeout_s=start_timeout_s)
     if spec in BUNDLED:
         return _call(BUNDLED[spec], spec)
     from importlib.metadata import entry_points
@@ -90,7 +92,13 @@ def resolve(spec: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Adapter:
 def _call(factory: object, spec: str) -> Adapter:
     if not callable(factory):
         raise UnknownImplementation(f"{spec}: {factory!r} is not callable")
-    adapter = factory()
+    try:
+        adapter = factory()
+    except Exception as exc:  # the user's factory: report it, never a traceback
+        raise UnknownImplementation(
+            f"{spec}: calling the factory raised {type(exc).__name__}: {exc} "
+            "(it must take no arguments and return a kconform Adapter)"
+        ) from None
     if not isinstance(adapter, Adapter):
         raise UnknownImplementation(f"{spec}: the factory returned {type(adapter).__name__}, not a kconform Adapter")
     return adapter

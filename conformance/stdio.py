@@ -20,7 +20,10 @@ from typing import Any
 from .adapter import PROTOCOL_VERSION, Adapter, AdapterError, Description, StepResult
 
 DEFAULT_TIMEOUT_S = 10.0
-EXIT_GRACE_S = 2.0
+DEFAULT_START_TIMEOUT_S = 60.0
+"""How long a new process may take to answer ``hello``: starting a runtime (a JVM, an
+interpreter importing its packages, on a loaded machine) can take far longer than a step."""
+EXIT_GRACE_S = 5.0
 """How long a process that closed its output may take to exit before it is reported as
 still running (and killed). Its exit code and the end of its stderr are read only
 after it has exited, so a report never misses them."""
@@ -30,11 +33,18 @@ _EOF = object()
 class StdioAdapter(Adapter):
     """An implementation running as a child process (``exec:COMMAND``)."""
 
-    def __init__(self, command: str | list[str], timeout_s: float = DEFAULT_TIMEOUT_S, cwd: str | None = None) -> None:
+    def __init__(
+        self,
+        command: str | list[str],
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        cwd: str | None = None,
+        start_timeout_s: float = DEFAULT_START_TIMEOUT_S,
+    ) -> None:
         self.argv = shlex.split(command) if isinstance(command, str) else list(command)
         if not self.argv:
             raise ValueError("empty command")
         self.timeout_s = timeout_s
+        self.start_timeout_s = start_timeout_s
         self.cwd = cwd
         self._proc: subprocess.Popen[str] | None = None
         self._lines: queue.Queue[object] = queue.Queue()
@@ -141,7 +151,8 @@ class StdioAdapter(Adapter):
 
     # --- one exchange ---------------------------------------------------------------
 
-    def _request(self, message: dict[str, Any]) -> dict[str, Any]:
+    def _request(self, message: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+        timeout_s = self.timeout_s if timeout_s is None else timeout_s
         if self._proc is None:
             self._start()
             self._hello()
@@ -156,9 +167,9 @@ class StdioAdapter(Adapter):
         except OSError:
             raise self._gone(f"the process stopped reading its input before the {message['cmd']} request") from None
         try:
-            raw = self._lines.get(timeout=self.timeout_s)
+            raw = self._lines.get(timeout=timeout_s)
         except queue.Empty:
-            raise self._fail(f"no reply within {self.timeout_s:g} s") from None
+            raise self._fail(f"no reply within {timeout_s:g} s") from None
         if raw is _EOF:
             raise self._gone("the process ended without replying")
         text = str(raw).rstrip("\n")
@@ -179,7 +190,7 @@ class StdioAdapter(Adapter):
         return reply
 
     def _hello(self) -> None:
-        reply = self._request({"cmd": "hello", "protocol": PROTOCOL_VERSION})
+        reply = self._request({"cmd": "hello", "protocol": PROTOCOL_VERSION}, self.start_timeout_s)
         if reply.get("protocol") != PROTOCOL_VERSION:
             raise self._fail(f"speaks protocol {reply.get('protocol')!r}, kconform speaks {PROTOCOL_VERSION}")
         impl = reply.get("implementation")

@@ -246,7 +246,17 @@ def test_an_implementation_that_cannot_start_is_reported_once_with_exit_2(
 ) -> None:
     results = tmp_path / "r.json"
     code, out, err = run(
-        capsys, "run", "--impl", f"exec:{command}", "--timeout", "0.5", "--no-progress", "--results", str(results)
+        capsys,
+        "run",
+        "--impl",
+        f"exec:{command}",
+        # only the hanging program gets a short start timeout: the others must be judged on
+        # what they do, however slowly a loaded machine starts them
+        "--start-timeout",
+        "0.5" if "hang-at-hello" in command else "60",
+        "--no-progress",
+        "--results",
+        str(results),
     )
     assert code == 2 and out == ""
     assert err.count("cannot start") == 1, err
@@ -269,6 +279,11 @@ def test_module_factory_is_found_in_the_current_folder(
     assert code == 0 and "3/3 passed" in out
     code, _, err = run(capsys, "run", "--impl", "kconform_test_nothere:adapter", "--no-progress")
     assert code == 2 and f"looked in the current folder {tmp_path}" in err
+    code, _, _ = run(capsys, "run", "--impl", "kconform_test_my_adapter:ReferenceAdapter", "--id", "seed-01*")
+    assert code == 0  # a class whose arguments have defaults is a factory too
+    (tmp_path / "kconform_test_bad_factory.py").write_text("def adapter(name):\n    return None\n")
+    code, _, err = run(capsys, "run", "--impl", "kconform_test_bad_factory:adapter", "--no-progress")
+    assert code == 2 and "calling the factory raised TypeError" in err
 
 
 @pytest.mark.parametrize("argv", [["list"], ["explain", "seed-01-normal-round"], ["impls"]])

@@ -1,0 +1,273 @@
+"""Bounded exhaustive exploration: every state the reference can reach, to a depth.
+
+What TLC does for a TLA+ spec, done in Python for ours: breadth-first from the initial
+state of one config, over every step ``enabled_steps`` offers (a small alphabet: a few tick
+lengths, acks all/1, every replica's fetch, deliver, epoch request, crash, restart,
+election), with at most ``max_records`` produces per path. States are deduplicated (two
+paths reaching the same state continue as one), so the search covers every reachable
+state to ``depth``, and each state is reached first by a shortest path.
+
+On every new state the spec's invariants are checked, the transition invariants against the
+state it was reached from. Under ``hw-truncation`` StrongIsr and AckedNotLost are expected to
+break (KIP-101's data loss and divergence, spec section "Invariants"): they are reported as
+findings with their shortest witness, not as faults of the spec.
+
+Given an implementation (``replay``), every path that ends in a leaf of the search tree is
+replayed on it from a reset, step by step, comparing its observations with the reference's:
+the shortest disagreement becomes a witness fixture.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from reference_impl import (
+    Config,
+    Generation,
+    State,
+    Step,
+    StepRejected,
+    apply,
+    check,
+    enabled_steps,
+    initial_state,
+    observe,
+    step_to_dict,
+)
+from reference_impl.values import evolve
+
+from .adapter import Adapter, AdapterError
+from .compare import first_divergence
+from .runner import comparable
+from .wire import wire_step
+
+EXPECTED_VIOLATIONS = {Generation.HW_TRUNCATION: frozenset({"StrongIsr", "AckedNotLost"})}
+"""Invariants a generation is known to break (spec/replication.md, "Invariants")."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """An invariant broken in a reachable state, with a shortest path to it."""
+
+    invariant: str
+    detail: str
+    path: tuple[Step, ...]
+    expected: bool
+    """True when the generation is known to break this invariant (KIP-101 under hw-truncation)."""
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """The implementation's observation differs from the reference's after ``path``."""
+
+    path: tuple[Step, ...]
+    field: str
+    expected: Any
+    actual: Any
+    reason: str
+
+
+@dataclass
+class Exploration:
+    config: Config
+    depth_limit: int
+    states: int = 0
+    transitions: int = 0
+    depth_reached: int = 0
+    complete: bool = True
+    """False when the time or state budget ran out before the depth limit was covered."""
+    seconds: float = 0.0
+    rules: Counter[str] = field(default_factory=Counter)
+    """How many transitions fired each spec rule."""
+    findings: list[Finding] = field(default_factory=list)
+    """The first (shortest) violation of each invariant."""
+    disagreement: Disagreement | None = None
+    paths_replayed: int = 0
+
+    @property
+    def states_per_second(self) -> float:
+        return self.states / self.seconds if self.seconds else 0.0
+
+    @property
+    def unexpected(self) -> list[Finding]:
+        return [f for f in self.findings if not f.expected]
+
+
+def _key(state: State) -> State:
+    """A state without what only describes the last step (``fired``): equal keys are the
+    same state for everything that can happen next."""
+    return evolve(state, fired=()) if state.fired else state
+
+
+def _alphabet(state: State, max_records: int) -> list[Step]:
+    produced = len(state.produces)
+    return [s for s in enabled_steps(state) if s.kind != "produce" or produced < max_records]
+
+
+def explore(
+    config: Config,
+    depth: int,
+    max_records: int = 2,
+    seconds: float | None = None,
+    max_states: int | None = None,
+    stop_on_finding: bool = False,
+) -> tuple[Exploration, dict[State, tuple[State | None, Step | None]]]:
+    """Breadth-first search to ``depth``; returns the statistics and the search tree
+    (each state's parent and the step from it), for path reconstruction and replay.
+
+    ``stop_on_finding`` ends the search at the first invariant violation, as TLC does.
+    """
+    started = time.perf_counter()
+    result = Exploration(config=config, depth_limit=depth)
+    expected = EXPECTED_VIOLATIONS.get(config.generation, frozenset())
+    root = _key(initial_state(config))
+    parents: dict[State, tuple[State | None, Step | None]] = {root: (None, None)}
+    seen_invariants: set[str] = set()
+
+    def record(state: State, violations: list[Any]) -> None:
+        for v in violations:
+            if v.invariant not in seen_invariants:
+                seen_invariants.add(v.invariant)
+                path = path_to(parents, state)
+                result.findings.append(Finding(v.invariant, v.detail, path, v.invariant in expected))
+
+    record(root, check(root))
+    frontier = [root]
+    result.states = 1
+    for level in range(1, depth + 1):
+        next_frontier: list[State] = []
+        for state in frontier:
+            for step in _alphabet(state, max_records):
+                try:
+                    after = apply(state, step)
+                except StepRejected:  # enabled_steps said it was enabled: a spec bug
+                    raise AssertionError(f"enabled step {step} rejected by the reference") from None
+                result.transitions += 1
+                result.rules.update(after.fired)
+                key = _key(after)
+                if key in parents:
+                    continue
+                parents[key] = (state, step)
+                result.states += 1
+                next_frontier.append(key)
+                record(key, check(after, state))
+                if (max_states is not None and result.states >= max_states) or (stop_on_finding and result.findings):
+                    result.complete = False
+                    break
+            if not result.complete or (seconds is not None and time.perf_counter() - started > seconds):
+                result.complete = False
+                break
+        if next_frontier:
+            result.depth_reached = level
+        frontier = next_frontier
+        if not result.complete or not frontier:
+            break
+    result.seconds = time.perf_counter() - started
+    return result, parents
+
+
+def path_to(parents: dict[State, tuple[State | None, Step | None]], state: State) -> tuple[Step, ...]:
+    steps: list[Step] = []
+    node: State | None = state
+    while node is not None:
+        parent, step = parents[node]
+        if step is not None:
+            steps.append(step)
+        node = parent
+    return tuple(reversed(steps))
+
+
+def leaf_paths(parents: dict[State, tuple[State | None, Step | None]]) -> Iterator[tuple[Step, ...]]:
+    """Every root-to-leaf path of the search tree, shortest first: together they cover
+    every explored state and transition of the tree."""
+    has_child = {parent for parent, _ in parents.values() if parent is not None}
+    leaves = [s for s in parents if s not in has_child]
+    yield from sorted((path_to(parents, leaf) for leaf in leaves), key=len)
+
+
+def replay(
+    adapter: Adapter,
+    config: Config,
+    parents: dict[State, tuple[State | None, Step | None]],
+    result: Exploration,
+    on_path: Callable[[int], None] | None = None,
+) -> Disagreement | None:
+    """Replay every leaf path on ``adapter`` against the reference; keep the shortest
+    disagreement (its prefix up to the first differing step)."""
+    description = adapter.describe()
+    supported = set(description.steps)
+    best: Disagreement | None = None
+    for path in leaf_paths(parents):
+        if best is not None and len(path) >= len(best.path) and _covers(best.path, path):
+            continue
+        if any(step.kind not in supported for step in path):
+            continue
+        found = _replay_one(adapter, description, config, path)
+        result.paths_replayed += 1
+        if on_path is not None:
+            on_path(result.paths_replayed)
+        if found is not None and (best is None or len(found.path) < len(best.path)):
+            best = found
+    result.disagreement = best
+    return best
+
+
+def _covers(prefix: tuple[Step, ...], path: tuple[Step, ...]) -> bool:
+    return path[: len(prefix)] == prefix
+
+
+def _replay_one(adapter: Adapter, description: Any, config: Config, path: tuple[Step, ...]) -> Disagreement | None:
+    state = initial_state(config)
+    try:
+        adapter.reset(config.to_dict())
+    except AdapterError as exc:
+        return Disagreement((), "(reset)", "accepted", exc.message, f"reset failed: {exc.message}")
+    produced = 0
+    for i, step in enumerate(path):
+        state = apply(state, step)
+        done = path[: i + 1]
+        try:
+            answer = adapter.step(wire_step(step, produced))
+        except AdapterError as exc:
+            adapter.restart()
+            return Disagreement(
+                done, "(step)", "an observation", exc.message, f"the implementation failed: {exc.message}"
+            )
+        if answer.rejected is not None:
+            return Disagreement(done, "(step)", "accepted", f"rejected: {answer.rejected}", "rejected an enabled step")
+        if step.kind == "produce":
+            produced += 1
+        expected = comparable(observe(state), description)
+        found = first_divergence(expected, answer.observation or {})
+        if found is not None:
+            reason = f"{found.path}: reference {found.expected!r}, implementation {found.actual!r}"
+            return Disagreement(done, found.path, found.expected, found.actual, reason)
+    return None
+
+
+def witness_fixture(config: Config, path: tuple[Step, ...], fixture_id: str, title: str) -> str:
+    """A shortest path as a fixture for ``kconform run``: every step, the last one
+    expecting the reference's whole observation."""
+    state = initial_state(config)
+    steps: list[dict[str, Any]] = []
+    for step in path:
+        state = apply(state, step)
+        steps.append({"do": step_to_dict(step)})
+    if steps:
+        steps[-1]["expect"] = observe(state)
+    data = {k: v for k, v in config.to_dict().items() if v is not None}
+    doc = {
+        "id": fixture_id,
+        "title": title,
+        "source": "kconform explore (bounded exhaustive search, shortest path)",
+        "tags": ["explore"],
+        "config": data,
+        "steps": steps,
+    }
+    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=120)

@@ -1,0 +1,83 @@
+"""Bounded exhaustive exploration: it visits exactly the reachable states (checked against a
+naive search), finds KIP-101's StrongIsr violation under hw-truncation by a shortest path,
+none under the epoch generations, and a zoo member's disagreement as a replayable fixture."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from zoo import ZOO
+
+from conformance.explore import explore, leaf_paths, replay, witness_fixture
+from conformance.fixtures import load_fixture_file
+from conformance.in_process import ReferenceAdapter
+from conformance.runner import run_fixtures
+from reference_impl import Config, Generation, apply, enabled_steps, initial_state
+from reference_impl.values import evolve
+
+TWO = ("A", "B")
+
+
+def naive_reachable(config: Config, depth: int, max_records: int) -> list[object]:
+    """Every state reachable in ``depth`` steps, by brute force: a list and ``==``, no hashing."""
+    level = [initial_state(config)]
+    seen = [evolve(level[0], fired=())]
+    for _ in range(depth):
+        nxt = []
+        for state in level:
+            for step in enabled_steps(state):
+                if step.kind == "produce" and len(state.produces) >= max_records:
+                    continue
+                after = evolve(apply(state, step), fired=())
+                if after not in seen:
+                    seen.append(after)
+                    nxt.append(after)
+        level = nxt
+    return seen
+
+
+@pytest.mark.parametrize("generation", list(Generation))
+def test_explore_visits_exactly_the_reachable_states(generation: Generation) -> None:
+    config = Config(replicas=TWO, generation=generation)
+    result, tree = explore(config, depth=3, max_records=1)
+    naive = naive_reachable(config, 3, 1)
+    assert result.complete and result.states == len(naive) == len(tree)
+    assert set(tree) == set(naive)
+    assert result.transitions >= result.states - 1 and result.depth_reached == 3
+
+
+def test_explore_finds_kip_101_by_a_shortest_path_under_hw_truncation(tmp_path: Path) -> None:
+    config = Config(replicas=TWO, generation=Generation.HW_TRUNCATION, replica_high_watermark_checkpoint_interval_ms=0)
+    result, _ = explore(config, depth=6, max_records=1, stop_on_finding=True)
+    [finding] = result.findings
+    assert finding.invariant == "StrongIsr" and finding.expected and len(finding.path) == 6
+    # no shorter path exists: the whole of depth 5 was searched first without a finding
+    shallower, _ = explore(config, depth=5, max_records=1)
+    assert shallower.complete and not shallower.findings
+    witness = tmp_path / "w.yaml"
+    witness.write_text(witness_fixture(config, finding.path, "w", "t"), encoding="utf-8")
+    _, [passed] = run_fixtures(ReferenceAdapter(), "reference", load_fixture_file(witness))
+    assert passed.outcome == "passed"
+
+
+@pytest.mark.parametrize("generation", [Generation.LEADER_EPOCH, Generation.DIVERGING_EPOCH])
+def test_no_invariant_breaks_under_the_epoch_generations(generation: Generation) -> None:
+    result, _ = explore(Config(replicas=TWO, generation=generation), depth=5, max_records=1)
+    assert result.complete and not result.findings
+
+
+def test_replay_finds_a_zoo_members_disagreement_as_a_fixture_that_kills_it(tmp_path: Path) -> None:
+    config = Config(replicas=TWO, generation=Generation.LEADER_EPOCH)
+    result, tree = explore(config, depth=4, max_records=1)
+    assert len(list(leaf_paths(tree))) > 0
+    assert replay(ReferenceAdapter(), config, tree, result) is None  # the reference agrees with itself
+    mutant = ZOO["truncate-to-hw-on-restart"]()  # HW truncation kept under leader epochs
+    found = replay(mutant, config, tree, result)
+    assert found is not None and found.field == "replicas.A.leo" and len(found.path) == 4
+    witness = tmp_path / "w.yaml"
+    witness.write_text(witness_fixture(config, found.path, "w", "t"), encoding="utf-8")
+    [fixture] = load_fixture_file(witness)
+    _, [killed] = run_fixtures(ZOO["truncate-to-hw-on-restart"](), "mutant", [fixture])
+    _, [passed] = run_fixtures(ReferenceAdapter(), "reference", [fixture])
+    assert (killed.outcome, passed.outcome) == ("failed", "passed")
