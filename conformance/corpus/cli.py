@@ -24,7 +24,7 @@ from .. import reports
 from ..adapter import AdapterError
 from ..registry import UnknownImplementation, resolve
 from ..results import write_document
-from ..stdio import DEFAULT_TIMEOUT_S
+from ..stdio import DEFAULT_START_TIMEOUT_S, DEFAULT_TIMEOUT_S
 from .aggregate import FIRST_FAILURES, Aggregate, document, merge, outcome_totals, unexpected
 from .backends import BACKENDS, run_tasks
 from .generate import DEFAULT_MIX, GenerateError, PartTask, parse_mix, write_part
@@ -57,6 +57,24 @@ PART_TRACES = 5000
 
 class CommandError(Exception):
     """Bad input or a setup problem: one line on stderr, exit code 2."""
+
+
+def _timeouts(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"exec: implementations: how long to wait for each reply (default: {DEFAULT_TIMEOUT_S:g})",
+    )
+    p.add_argument(
+        "--start-timeout",
+        type=float,
+        default=DEFAULT_START_TIMEOUT_S,
+        metavar="SECONDS",
+        help="exec: implementations: how long a new process may take to answer hello "
+        f"(default: {DEFAULT_START_TIMEOUT_S:g})",
+    )
 
 
 def _backend_options(p: argparse.ArgumentParser, default_backend: str) -> None:
@@ -108,12 +126,7 @@ def add_commands(sub: Any) -> None:
     )
     gen.add_argument("--no-gzip", action="store_true", help="plain .jsonl parts")
     gen.add_argument("--force", action="store_true", help="replace an existing corpus in --out")
-    gen.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT_S,
-        help=f"stdio reply timeout, seconds (default: {DEFAULT_TIMEOUT_S:g})",
-    )
+    _timeouts(gen)
     _backend_options(gen, "processes")
     gen.set_defaults(func=_guard(cmd_generate))
 
@@ -151,12 +164,7 @@ def add_commands(sub: Any) -> None:
     )
     rep.add_argument("--format", choices=reports.FORMATS, default="terminal", help="what to print (default: terminal)")
     _add_report_options(rep)
-    rep.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT_S,
-        help=f"stdio reply timeout, seconds (default: {DEFAULT_TIMEOUT_S:g})",
-    )
+    _timeouts(rep)
     rep.add_argument(
         "--split-traces", type=int, default=SPLIT_LINES, help=f"traces per task at most (default: {SPLIT_LINES})"
     )
@@ -195,11 +203,11 @@ def _engine(args: argparse.Namespace, app: str) -> Iterator[Any]:
         spark.stop()
 
 
-def _check_impl(spec: str, timeout_s: float) -> None:
+def _check_impl(spec: str, timeout_s: float, start_timeout_s: float) -> None:
     """Start the implementation once on the driver: a bad name or a program that does not
     start is reported before any work is scheduled."""
     try:
-        adapter = resolve(spec, timeout_s=timeout_s)
+        adapter = resolve(spec, timeout_s=timeout_s, start_timeout_s=start_timeout_s)
     except UnknownImplementation as exc:
         raise CommandError(str(exc)) from None
     try:
@@ -220,7 +228,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise CommandError("--traces and --part-traces must be positive, --start not negative")
     mix = parse_mix(args.shape)
     if args.record_from:
-        _check_impl(args.record_from, args.timeout)
+        _check_impl(args.record_from, args.timeout, args.start_timeout)
     out: Path = args.out
     if out.exists() and any(out.iterdir()):
         if not args.force:
@@ -243,6 +251,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
                 args.timeout,
                 compress,
                 import_roots(),
+                args.start_timeout,
             )
         )
     progress = Progress(args.traces, "traces", sys.stderr, enabled=not args.no_progress)
@@ -316,7 +325,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(f"nothing to rerun: no failed or errored trace in {args.rerun}")
         return 0
     for spec in dict.fromkeys(args.impl):
-        _check_impl(spec, args.timeout)
+        _check_impl(spec, args.timeout, args.start_timeout)
     impls = tuple(dict.fromkeys(args.impl))
     out: Path = args.out
     traces_dir = out / "traces"
@@ -333,6 +342,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             only=only,
             keep=args.first_failures,
             sys_path=import_roots(),
+            start_timeout_s=args.start_timeout,
         )
         for i, split in enumerate(splits)
     ]
@@ -383,6 +393,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.save_failures:
         from .shrink import save_failures
 
-        saved = save_failures(agg, args.save_failures, args.save_limit, args.timeout)
+        saved = save_failures(agg, args.save_failures, args.save_limit, args.timeout, args.start_timeout)
         print(f"saved {len(saved)} shrunk failing fixtures under {args.save_failures}", file=sys.stderr)
     return 1 if unexpected(agg) else 0

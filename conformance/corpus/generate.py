@@ -418,6 +418,7 @@ class PartTask:
     timeout_s: float = 10.0
     compress: bool = True
     sys_path: tuple[str, ...] = ()
+    start_timeout_s: float = 60.0
 
 
 def part_name(part: int, compress: bool) -> str:
@@ -439,7 +440,8 @@ def write_part(task: PartTask) -> list[dict[str, Any]]:
     if task.record_from is not None:
         from ..registry import resolve
 
-        recorder = Recorder(task.record_from, resolve(task.record_from, timeout_s=task.timeout_s))
+        adapter = resolve(task.record_from, timeout_s=task.timeout_s, start_timeout_s=task.start_timeout_s)
+        recorder = Recorder(task.record_from, adapter)
     mix = dict(task.mix)
     name = part_name(task.part, task.compress)
     path = os.path.join(task.out_dir, name)

@@ -26,6 +26,7 @@ from ..adapter import Adapter, AdapterError, Description
 from ..registry import resolve
 from ..results import fixture_record
 from ..runner import FixtureResult, RuleTrace, reference_rules, reference_trace, run_fixture
+from ..stdio import DEFAULT_START_TIMEOUT_S
 from .aggregate import Aggregate
 from .format import CorpusLineError, Trace
 from .reading import Split, read_split
@@ -44,6 +45,7 @@ class ReplayTask:
     """Rerun: only these (implementation, trace id) pairs; None runs everything."""
     keep: int = 100
     sys_path: tuple[str, ...] = ()
+    start_timeout_s: float = DEFAULT_START_TIMEOUT_S
     """Import roots of the driver, so ``module:factory`` resolves on the workers too."""
 
 
@@ -61,16 +63,16 @@ def _extend_path(paths: Iterable[str]) -> None:
 class _Impl:
     """One implementation in a worker: its adapter, started lazily, restarted on errors."""
 
-    def __init__(self, spec: str, timeout_s: float) -> None:
+    def __init__(self, spec: str, timeout_s: float, start_timeout_s: float) -> None:
         self.spec = spec
-        self.timeout_s = timeout_s
+        self.timeout_s, self.start_timeout_s = timeout_s, start_timeout_s
         self.adapter: Adapter | None = None
         self.description: Description | None = None
         self.failure = ""
 
     def start(self) -> None:
         try:
-            self.adapter = resolve(self.spec, timeout_s=self.timeout_s)
+            self.adapter = resolve(self.spec, timeout_s=self.timeout_s, start_timeout_s=self.start_timeout_s)
             self.description = self.adapter.describe()
         except AdapterError as exc:
             self.failure = f"describe: {exc.message}"
@@ -109,7 +111,7 @@ def replay_split(task: ReplayTask) -> Aggregate:
     """Replay one split; write its per-trace results; return its totals."""
     _extend_path(task.sys_path)
     agg = Aggregate(keep=task.keep)
-    impls = [_Impl(spec, task.timeout_s) for spec in task.impls]
+    impls = [_Impl(spec, task.timeout_s, task.start_timeout_s) for spec in task.impls]
     out: TextIO | None = None
     if task.results_dir is not None:
         Path(task.results_dir).mkdir(parents=True, exist_ok=True)

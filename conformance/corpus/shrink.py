@@ -135,7 +135,7 @@ def read_trace(path: str, line: int, trace_id: str) -> Trace | None:
     return None
 
 
-def save_failures(agg: Aggregate, out: Path, limit: int, timeout_s: float) -> list[Path]:
+def save_failures(agg: Aggregate, out: Path, limit: int, timeout_s: float, start_timeout_s: float) -> list[Path]:
     """Shrink the first ``limit`` failed traces and write them under ``out/IMPL/``."""
     adapters: dict[str, tuple[Adapter, Description]] = {}
     written: list[Path] = []
@@ -150,7 +150,7 @@ def save_failures(agg: Aggregate, out: Path, limit: int, timeout_s: float) -> li
             if trace is None:
                 continue
             if impl not in adapters:
-                adapter = resolve(impl, timeout_s=timeout_s)
+                adapter = resolve(impl, timeout_s=timeout_s, start_timeout_s=start_timeout_s)
                 adapters[impl] = (adapter, adapter.describe())
             adapter, description = adapters[impl]
             small = shrink(trace, adapter, description, impl)
