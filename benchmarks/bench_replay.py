@@ -7,7 +7,9 @@ memory is the resident set of the whole process tree (the CLI, pool workers, the
 JVM and its Python workers), sampled every 0.2 s from /proc.
 
 Reported per run: wall time of the process, the job time (the replay alone, without
-Spark's session start and stop), steps/s over the job time, traces/s, peak tree RSS.
+Spark's session start and stop), steps/s over the job time, traces/s, peak tree RSS, and
+the CPU seconds of the whole tree (steps per CPU second shows each backend's overhead
+even when the machine is shared and wall-clock speed-ups are not measurable).
 Ratios are taken within one run of this script; the machine is shared, so compare
 ratios, not absolute figures across runs.
 
@@ -29,12 +31,14 @@ from pathlib import Path
 from typing import Any
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
+TICK = os.sysconf("SC_CLK_TCK")
 
 
-def tree_rss(root: int) -> int:
-    """Resident bytes of ``root`` and all its descendants."""
+def tree_usage(root: int) -> tuple[int, float]:
+    """Resident bytes and CPU seconds (own and reaped children's) of ``root`` and all its
+    descendants."""
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
+    usage: dict[int, tuple[int, float]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -42,30 +46,34 @@ def tree_rss(root: int) -> int:
             with open(f"/proc/{entry}/stat", encoding="utf-8") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
             ppid = int(fields[1])
-            rss[int(entry)] = int(fields[21]) * PAGE
+            cpu = sum(int(x) for x in fields[11:15]) / TICK
+            usage[int(entry)] = (int(fields[21]) * PAGE, cpu)
             children.setdefault(ppid, []).append(int(entry))
         except (OSError, IndexError, ValueError):
             continue
-    total, stack = 0, [root]
+    rss, cpu, stack = 0, 0.0, [root]
     while stack:
         pid = stack.pop()
-        total += rss.get(pid, 0)
+        r, c = usage.get(pid, (0, 0.0))
+        rss, cpu = rss + r, cpu + c
         stack += children.get(pid, [])
-    return total
+    return rss, cpu
 
 
-def run_measured(argv: list[str], log: Path) -> tuple[float, int, int]:
-    """Run ``argv``; return (wall seconds, peak tree RSS bytes, exit code)."""
-    peak = 0
+def run_measured(argv: list[str], log: Path) -> tuple[float, int, int, float]:
+    """Run ``argv``; return (wall seconds, peak tree RSS bytes, exit code, CPU seconds of
+    the tree: the largest sum seen, sampled every 0.2 s)."""
+    peak, cpu = 0, 0.0
     with log.open("w", encoding="utf-8") as out:
         started = time.perf_counter()
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
         done = threading.Event()
 
         def sample() -> None:
-            nonlocal peak
+            nonlocal peak, cpu
             while not done.is_set():
-                peak = max(peak, tree_rss(proc.pid))
+                rss, used = tree_usage(proc.pid)
+                peak, cpu = max(peak, rss), max(cpu, used)
                 done.wait(0.2)
 
         sampler = threading.Thread(target=sample, daemon=True)
@@ -74,7 +82,7 @@ def run_measured(argv: list[str], log: Path) -> tuple[float, int, int]:
         wall = time.perf_counter() - started
         done.set()
         sampler.join()
-    return wall, peak, code
+    return wall, peak, code, cpu
 
 
 def kconform(*args: str) -> list[str]:
@@ -90,7 +98,7 @@ def corpus_for(size: int, root: Path, workers: int, record: list[dict[str, Any]]
         "generate", "--traces", str(size), "--seed", "1", "--out", str(folder), "--force",
         "--backend", "processes", "--workers", str(workers), "--no-progress",
     )  # fmt: skip
-    wall, peak, code = run_measured(argv, root / f"generate-{size}.log")
+    wall, peak, code, cpu = run_measured(argv, root / f"generate-{size}.log")
     if code != 0:
         raise SystemExit(f"generate failed: see {root / f'generate-{size}.log'}")
     info = json.loads(manifest.read_text())
@@ -102,6 +110,7 @@ def corpus_for(size: int, root: Path, workers: int, record: list[dict[str, Any]]
         "steps": info["steps"],
         "traces_per_s": round(size / wall),
         "steps_per_s": round(info["steps"] / wall),
+        "cpu_s": round(cpu, 1),
         "peak_rss_mb": round(peak / 2**20),
     }
     record.append(row)
@@ -116,7 +125,7 @@ def replay(size: int, corpus: Path, mode: str, root: Path, workers: int, master:
         "replay", "--corpus", str(corpus), "--impl", "reference", "--backend", mode, *extra,
         "--out", str(out), "--no-progress", "--format", "json",
     )  # fmt: skip
-    wall, peak, code = run_measured(argv, root / f"replay-{size}-{mode}.log")
+    wall, peak, code, cpu = run_measured(argv, root / f"replay-{size}-{mode}.log")
     doc = json.loads((out / "results.json").read_text())
     corpus_info = doc["corpus"]
     steps = sum(corpus_info["steps"].values())
@@ -132,6 +141,8 @@ def replay(size: int, corpus: Path, mode: str, root: Path, workers: int, master:
         "steps_per_s": round(steps / job),
         "traces_per_s": round(corpus_info["results_total"] / job),
         "unexpected": corpus_info["unexpected"],
+        "cpu_s": round(cpu, 1),
+        "steps_per_cpu_s": round(steps / cpu) if cpu else None,
         "peak_rss_mb": round(peak / 2**20),
     }
 
@@ -139,7 +150,7 @@ def replay(size: int, corpus: Path, mode: str, root: Path, workers: int, master:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--modes", nargs="+", default=["spark", "processes", "inline"])
+    parser.add_argument("--modes", nargs="+", default=["inline", "spark", "processes"])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--out", type=Path, default=Path("out/bench-replay"))
@@ -163,7 +174,7 @@ def main() -> None:
         print(
             f"{r['what']:8} {r['size']:>8} {r['backend']:18} wall {r['wall_s']:>8.1f} s "
             f"job {r.get('job_s', r['wall_s']):>8.1f} s  {r['steps_per_s']:>7} steps/s  "
-            f"peak {r['peak_rss_mb']:>5} MB  {ratio}"
+            f"cpu {r['cpu_s']:>8.1f} s  peak {r['peak_rss_mb']:>5} MB  {ratio}"
         )
 
 
