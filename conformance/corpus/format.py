@@ -259,33 +259,6 @@ def _source(provenance: Mapping[str, Any]) -> str:
     return "corpus"
 
 
-# --- fixture -> line ------------------------------------------------------------------
-
-
-def fixture_to_record(fixture: Fixture, rules: RuleTrace | None = None) -> dict[str, Any]:
-    """A loaded fixture as a corpus record (expectations kept as written)."""
-    steps: list[dict[str, Any]] = []
-    for fs in fixture.steps:
-        step: dict[str, Any] = {"do": fs.do}
-        if fs.expect_rejected:
-            step["expect_rejected"] = fs.expect_rejected
-        elif fs.expect is not None:
-            step["expect"] = fs.expect
-        if rules is not None and fs.index < len(rules):
-            step["rules"] = list(rules[fs.index])
-        steps.append(step)
-    return {
-        "corpus": FORMAT,
-        "id": fixture.id.replace("/", "."),
-        "shape": fixture.group or "fixtures",
-        "title": fixture.title,
-        "source": fixture.source,
-        "config": fixture.config.to_dict(),
-        "steps": steps,
-        "provenance": {"fixture": fixture.path, "version": reference_impl.__version__},
-    }
-
-
 def dumps(record: Mapping[str, Any]) -> str:
     """One corpus line (no newline): compact JSON."""
     return json.dumps(record, separators=(",", ":"), ensure_ascii=False)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -198,10 +197,6 @@ def _read_yaml(path: str) -> Iterator[Item]:
 
 def count_lines(splits: Iterable[Split]) -> int:
     return sum(s.lines for s in splits)
-
-
-def describe_source(paths: Iterable[Path]) -> list[str]:
-    return [os.fspath(p) for p in paths]
 
 
 def manifest(parts: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
