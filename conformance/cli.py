@@ -259,6 +259,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
         matches = [f for f in _load(args.fixtures) if f.id == args.fixture or f.base_id == args.fixture]
     if not matches:
         _fail(f"no fixture {args.fixture!r} (see `kconform list`)")
+    if args.svg or args.html:
+        from .diagrams.story import write_pictures
+
+        for written in write_pictures(matches, svg=args.svg, html=args.html):
+            print(f"wrote {written}", file=sys.stderr)
+        return 0
     fmt = "github" if args.format == "markdown" else "rounded_outline"
     _emit("\n".join(explain(f, fmt) for f in matches))
     return 0
@@ -540,6 +546,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--fixtures", action="append", type=Path, metavar="PATH", help="where to look for the id (default: bundled)"
     )
     exp.add_argument("--format", choices=["terminal", "markdown"], default="terminal", help="(default: terminal)")
+    exp.add_argument(
+        "--svg", type=Path, metavar="OUT", help="write the steps as an SVG diagram strip (one file per generation)"
+    )
+    exp.add_argument("--html", type=Path, metavar="OUT", help="write a page with the step table and a diagram per step")
     exp.set_defaults(func=cmd_explain)
 
     imp = _sub(sub, "impls", "list registered implementations", "List the implementations usable by name with --impl.")

@@ -37,7 +37,8 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-def _action(do: dict[str, Any]) -> str:
+def action_text(do: dict[str, Any]) -> str:
+    """A step's ``do`` as one line: ``fetch replica=B``."""
     rest = " ".join(f"{k}={_show(v)}" for k, v in do.items() if k != "kind")
     return f"{do['kind']} {rest}".strip()
 
@@ -52,19 +53,19 @@ def explain_rows(fixture: Fixture) -> tuple[list[list[str]], State]:
         try:
             state = apply(state, fs.step)
         except StepRejected as exc:
-            rows.append([str(fs.index), _action(fs.do), "(rejected)", "", exc.reason, exc.rule, fs.why or ""])
+            rows.append([str(fs.number), action_text(fs.do), "(rejected)", "", exc.reason, exc.rule, fs.why or ""])
             continue
         after = flatten(observe(state))
         changed = [k for k in after if after.get(k) != before.get(k)]
         rules = " ".join(dict.fromkeys(state.fired))
         if not changed:
-            rows.append([str(fs.index), _action(fs.do), "(no change)", "", "", rules, (fs.why or "").strip()])
+            rows.append([str(fs.number), action_text(fs.do), "(no change)", "", "", rules, (fs.why or "").strip()])
         for i, key in enumerate(changed):
             mark = " *" if any(key == c or key.startswith(c + ".") for c in checked) else ""
             rows.append(
                 [
-                    str(fs.index) if i == 0 else "",
-                    _action(fs.do) if i == 0 else "",
+                    str(fs.number) if i == 0 else "",
+                    action_text(fs.do) if i == 0 else "",
                     key + mark,
                     _show(before.get(key)),
                     _show(after[key]),

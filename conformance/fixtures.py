@@ -133,7 +133,8 @@ def line_for(lines: Mapping[PathKey, int], path: PathKey) -> int:
 
 @functools.cache
 def fixture_schema() -> dict[str, Any]:
-    return json.loads((SCHEMA_DIR / "fixture.schema.json").read_text(encoding="utf-8"))
+    schema: dict[str, Any] = json.loads((SCHEMA_DIR / "fixture.schema.json").read_text(encoding="utf-8"))
+    return schema
 
 
 @functools.cache
@@ -207,6 +208,8 @@ def load_fixture_file(path: Path) -> list[Fixture]:
     problems += _schema_problems(doc, lines, file)
     if problems:
         raise FixtureError(problems)
+    if not isinstance(doc, dict):  # the schema reports this too; kept for the type checker
+        raise FixtureError([Problem(file, 1, "(document)", "a fixture file must be a mapping")])
     return _build(doc, lines, path)
 
 

@@ -99,7 +99,7 @@ class FunctionAdapter(Adapter):
     ) -> None:
         self._description = description
         self._init, self._apply, self._observe = init, apply, observe
-        self._refusals = (StepRefused, *refusals)
+        self._refusals: tuple[type[BaseException], ...] = (StepRefused, *refusals)
         self._state: Any = None
 
     def describe(self) -> Description:

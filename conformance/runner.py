@@ -37,6 +37,7 @@ from .adapter import Adapter, AdapterError, Description
 from .compare import MISSING, all_divergences, first_divergence
 from .fixtures import Fixture, FixtureStep
 from .schemas import first_error
+from .step_states import step_states
 from .wire import wire_step
 
 OUTCOMES = ("passed", "failed", "errored", "skipped")
@@ -200,9 +201,8 @@ def run_fixture(
                 return finish(
                     "failed",
                     f"{where}: accepted a step that must be rejected ({fs.expect_rejected})",
-                    divergence=_divergence(
-                        fs, "(step)", f"rejected ({fs.expect_rejected})", "accepted", rules=rules
-                    ),
+                    divergence=_divergence(fs, "(step)", f"rejected ({fs.expect_rejected})", "accepted", rules=rules)
+                    | step_states(fixture, fs.index, answer.observation),
                 )
             continue
         if answer.rejected is not None:
@@ -235,6 +235,7 @@ def run_fixture(
                 {"field": d.path, "expected": d.expected, "actual": _show(d.actual)}
                 for d in all_divergences(expected, answer.observation)
             ]
+            divergence |= step_states(fixture, fs.index, answer.observation)
             return finish(
                 "failed",
                 f"{where}: {found.path}: expected {found.expected!r}, got {_show(found.actual)!r}",

@@ -18,7 +18,7 @@ from reference_impl import Step
 def wire_step(step: Step, produced: int) -> dict[str, Any]:
     """``step`` in full; ``produced`` is how many produce steps were accepted before it."""
     out: dict[str, Any] = {"kind": step.kind}
-    for f in fields(step):  # type: ignore[arg-type]
+    for f in fields(step):
         value = getattr(step, f.name)
         out[f.name] = list(value) if isinstance(value, tuple) else value
     if step.kind == "produce" and out.get("id") is None:

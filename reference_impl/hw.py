@@ -17,10 +17,10 @@ def leader_hw(current_hw: int, counted_leos: Iterable[int | None]) -> int:
     Kafka's -1 right after a leader change) holds the HW where it is.
     """
     leos = list(counted_leos)
-    if any(value is None for value in leos):
+    known = [value for value in leos if value is not None]
+    if len(known) < len(leos):
         return current_hw
-    candidate = min(leos)  # type: ignore[type-var]
-    return max(current_hw, candidate)  # type: ignore[type-var]
+    return max(current_hw, min(known))
 
 
 def follower_hw(leader_hw_in_response: int, follower_leo: int) -> int:

@@ -248,7 +248,7 @@ def step_from_dict(data: Mapping[str, Any]) -> Step:
 def step_to_dict(step: Step) -> dict[str, Any]:
     """The plain-data form of a step, omitting fields left at their defaults."""
     out: dict[str, Any] = {"kind": step.kind}
-    for f in fields(step):  # type: ignore[arg-type]
+    for f in fields(step):
         value = getattr(step, f.name)
         if value == f.default:
             continue

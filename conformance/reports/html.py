@@ -1,4 +1,7 @@
-"""A self-contained HTML report: one file, inline CSS, no scripts or external assets."""
+"""A self-contained HTML report: one file, inline CSS and SVG, no scripts or external assets.
+
+A failed fixture shows the expected (reference) and observed (implementation) state at
+its first divergent step as diagrams side by side (docs/diagrams.md)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,8 @@ from typing import Any
 
 from tabulate import tabulate
 
+from ..diagrams.report import CSS as DIAGRAM_CSS
+from ..diagrams.report import divergence_figure
 from . import views
 
 CSS = """
@@ -47,7 +52,7 @@ def render(doc: dict[str, Any]) -> str:
         "<!doctype html>",
         '<html lang="en"><head><meta charset="utf-8">',
         "<title>kconform results</title>",
-        f"<style>{CSS}</style></head><body>",
+        f"<style>{CSS}{DIAGRAM_CSS}</style></head><body>",
         "<h1>kconform results</h1>",
         f'<p class="note">Suite {html.escape(doc["kconform"]["suite_version"])}, run {html.escape(run["started"])}, '
         f"{run['duration_s']} s.</p>",
@@ -59,6 +64,9 @@ def render(doc: dict[str, Any]) -> str:
     failures = views.failures(doc, include_expected=True)
     if failures:
         parts.append("<h2>Failures</h2>")
-        parts += [_table(t, 3) for t in failures]
+        # views.failures keeps every failed or errored record, in order: pair each table with its record
+        records = [r for r in doc["results"] if r["outcome"] in ("failed", "errored")]
+        for table, record in zip(failures, records, strict=True):
+            parts += [_table(table, 3), divergence_figure(record)]
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"

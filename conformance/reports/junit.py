@@ -54,7 +54,8 @@ def render(doc: dict[str, Any]) -> str:
                 message = r["reason"] if status == "FAIL" else f"unexpectedly passed (expected: {r['expected_reason']})"
                 failure = ET.SubElement(case, "failure", message=message, type=status)
                 if r.get("divergence"):
-                    failure.text = json.dumps(r["divergence"], indent=1, ensure_ascii=False)
+                    where = {k: v for k, v in r["divergence"].items() if k not in ("expected_state", "observed_state")}
+                    failure.text = json.dumps(where, indent=1, ensure_ascii=False)
             elif status == "ERROR":
                 error = ET.SubElement(case, "error", message=r["reason"], type="ERROR")
                 error.text = r.get("detail", "")

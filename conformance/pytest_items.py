@@ -1,0 +1,301 @@
+"""The pytest items of kconform's plugin (``pytest_plugin.py``): one per fixture case,
+plus the optional fuzz items. Imported only when an implementation is named."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tabulate import tabulate
+
+from .adapter import Adapter, AdapterError, Description, StepResult
+from .expectations import Expectations, load_expectations
+from .fixtures import Fixture, load_fixtures
+from .pytest_plugin import Settings
+from .registry import UnknownImplementation, resolve
+from .reports import views
+from .results import fixture_record
+from .runner import FixtureResult, RuleTrace, reference_rules, reference_trace, run_fixture
+
+
+class KconformSession:
+    """The fixtures, expectations and adapters of one pytest run (one per xdist worker)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        fixtures, problems = load_fixtures(settings.fixture_paths)
+        if problems:
+            raise pytest.UsageError("kconform: invalid fixtures:\n" + "\n".join(str(p) for p in problems))
+        self.fixtures = fixtures
+        expectations, problems = load_expectations(settings.expectation_paths)
+        if problems:
+            raise pytest.UsageError("kconform: invalid expectations:\n" + "\n".join(str(p) for p in problems))
+        self.expectations: Expectations = expectations
+        self.level_kwargs = level_kwargs(settings.level)
+        self.adapters: dict[str, Adapter] = {}
+        self.descriptions: dict[int, Description] = {}
+        self.traces: dict[str, RuleTrace] = {}
+
+    def marker_names(self) -> list[str]:
+        names = {t for f in self.fixtures for t in f.tags} | {f.generation.value for f in self.fixtures}
+        return sorted(names)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
+        for impl in self.settings.impls:
+            collector = KconformCollector.from_parent(
+                session, name=f"kconform[{impl}]", nodeid=f"kconform[{impl}]", impl=impl, plugin=self
+            )
+            items.extend(collector.collect())
+
+    def pytest_sessionfinish(self) -> None:
+        for adapter in self.adapters.values():
+            try:
+                adapter.close()
+            except Exception as exc:  # closing must not hide the results
+                print(f"kconform: closing an implementation failed: {exc}")
+
+    # --- adapters --------------------------------------------------------------------
+
+    def adapter(self, impl: str, request: pytest.FixtureRequest) -> Adapter:
+        """The implementation's adapter: a pytest fixture of that name, else ``resolve``."""
+        if impl.isidentifier():
+            try:
+                value = request.getfixturevalue(impl)
+            except pytest.FixtureLookupError:
+                value = None
+            if value is not None:
+                if not isinstance(value, Adapter):
+                    raise pytest.UsageError(
+                        f"kconform: fixture {impl!r} returned {type(value).__name__}, not an Adapter"
+                    )
+                return value
+        if impl not in self.adapters:
+            try:
+                self.adapters[impl] = resolve(impl, timeout_s=self.settings.timeout_s)
+            except UnknownImplementation as exc:
+                raise pytest.UsageError(f"kconform: {exc} (or a pytest fixture of that name)") from None
+        return self.adapters[impl]
+
+    def describe(self, adapter: Adapter) -> Description:
+        if id(adapter) not in self.descriptions:
+            self.descriptions[id(adapter)] = adapter.describe()
+        return self.descriptions[id(adapter)]
+
+    def trace(self, fixture: Fixture) -> RuleTrace:
+        """The rules the reference fires at each step (named at a divergent step)."""
+        if fixture.id not in self.traces:
+            self.traces[fixture.id] = reference_trace(fixture)
+        return self.traces[fixture.id]
+
+
+def level_kwargs(level: str | None) -> dict[str, Any]:
+    """What to pass ``run_fixture`` for a level: ``level=`` once the runner takes one
+    (issue 8); until then only ``exact`` (today's comparison) can be honoured."""
+    if level is None:
+        return {}
+    if "level" in inspect.signature(run_fixture).parameters:
+        return {"level": level}
+    if level == "exact":
+        return {}
+    raise pytest.UsageError(
+        f"kconform: --kconform-level {level}: this kconform checks only the exact level "
+        "(step-by-step agreement with the reference)"
+    )
+
+
+class KconformCollector(pytest.Collector):
+    """All the cases of one implementation."""
+
+    def __init__(self, *, impl: str, plugin: KconformSession, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.impl = impl
+        self.plugin = plugin
+
+    def collect(self) -> list[pytest.Item]:
+        items: list[pytest.Item] = []
+        for fixture in self.plugin.fixtures:
+            name = f"{fixture.base_id}/{fixture.generation.value}"
+            item = KconformCase.from_parent(self, name=name, callobj=_case_body, fixture=fixture)
+            for marker in ("kconform", *fixture.tags, fixture.generation.value):
+                item.add_marker(marker)
+            items.append(item)
+        if self.plugin.settings.fuzz_examples > 0:
+            generations = dict.fromkeys(f.generation.value for f in self.plugin.fixtures)
+            for generation in generations or ("leader-epoch",):
+                fuzz_item = KconformFuzz.from_parent(
+                    self, name=f"fuzz/{generation}", callobj=_case_body, generation=generation
+                )
+                fuzz_item.add_marker("kconform")
+                fuzz_item.add_marker(generation)
+                items.append(fuzz_item)
+        return items
+
+
+def _case_body(request: pytest.FixtureRequest) -> None:
+    """The callable behind every kconform item (the work happens in the item)."""
+
+
+class CaseError(Exception):
+    """The implementation could not answer (kconform: errored); reported as is."""
+
+
+class CaseFailure(AssertionError):
+    """kconform failure report for a case; reported as is."""
+
+
+class KconformCase(pytest.Function):
+    """One fixture case on one implementation."""
+
+    def __init__(self, *, fixture: Fixture, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.fixture = fixture
+        self.result: FixtureResult | None = None
+
+    @property
+    def collector(self) -> KconformCollector:
+        parent = self.parent
+        assert isinstance(parent, KconformCollector)
+        return parent
+
+    def setup(self) -> None:
+        __tracebackhide__ = True  # an errored case shows kconform's report, not this frame
+        super().setup()
+        plugin, impl = self.collector.plugin, self.collector.impl
+        adapter = plugin.adapter(impl, self._request)
+        try:
+            description = plugin.describe(adapter)
+        except AdapterError as exc:  # every case of this implementation errors, each saying why
+            raise CaseError(f"kconform: {impl} cannot describe itself: {exc.message}\n{exc.detail}".strip()) from None
+        trace = plugin.trace(self.fixture)
+        result = run_fixture(adapter, description, self.fixture, impl, trace, **plugin.level_kwargs)
+        result.rules = reference_rules(self.fixture, trace)
+        expected = plugin.expectations.reason((impl, description.name), self.fixture.id, self.fixture.base_id)
+        if expected is not None:
+            result.expected, result.expected_reason = "fail", expected
+        self.result = result
+        if result.outcome == "errored":
+            try:
+                adapter.restart()
+            except Exception as exc:
+                result.detail = (result.detail + f"\nrestart failed: {exc}").strip()
+        self.user_properties.append(("kconform_status", result.status))
+        if result.outcome == "skipped":
+            pytest.skip(result.reason)
+        if result.outcome == "errored":
+            if result.expected == "fail":
+                pytest.xfail(f"expected failure: {result.expected_reason} ({result.reason})")
+            raise CaseError(failure_report(self.fixture, result))
+
+    def runtest(self) -> None:
+        result = self.result
+        assert result is not None, "setup did not run"
+        if result.outcome == "failed":
+            if result.expected == "fail":
+                pytest.xfail(f"expected failure: {result.expected_reason}")
+            raise CaseFailure(failure_report(self.fixture, result))
+        if result.expected == "fail":
+            raise CaseFailure(f"[XPASS] {self.name} passed but is expected to fail: {result.expected_reason}")
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
+        if isinstance(excinfo.value, CaseError | CaseFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return Path(self.fixture.path), self.fixture.line - 1, f"kconform {self.collector.impl}: {self.fixture.id}"
+
+
+def failure_report(fixture: Fixture, result: FixtureResult) -> str:
+    """The text ``kconform run`` prints for this failure: where it diverged, field by
+    field, with the fixture's words and the rules it exercises."""
+    doc = {"fixtures": [fixture_record(fixture)], "results": [result.to_dict()]}
+    lines = [f"kconform: {result.implementation} / {result.fixture}: {result.status}"]
+    if result.outcome != "errored":  # an errored case's table starts with its reason
+        lines.append(result.reason)
+    for table in views.failures(doc, include_expected=True):
+        lines += ["", tabulate(table.rows, headers=table.headers, tablefmt="simple", disable_numparse=True)]
+        if table.note:
+            lines += ["", table.note]
+    d = result.divergence or {}
+    if d.get("why") and not any("step says" in line for line in lines):
+        lines.append(f"why: {d['why'].strip()}")
+    if d.get("rules"):
+        lines.append(f"rules the reference fires at this step: {' '.join(d['rules'])}")
+    if result.rules:
+        lines.append(f"rules this fixture exercises: {' '.join(result.rules)}")
+    lines.append(f"explain: kconform explain {fixture.path}")
+    return "\n".join(line for line in lines if line is not None)
+
+
+class _Unclosable(Adapter):
+    """An adapter shared with the other items: the fuzz run must not close it."""
+
+    def __init__(self, inner: Adapter) -> None:
+        self.inner = inner
+
+    def describe(self) -> Description:
+        return self.inner.describe()
+
+    def reset(self, config: dict[str, Any]) -> None:
+        self.inner.reset(config)
+
+    def step(self, step: dict[str, Any]) -> StepResult:
+        return self.inner.step(step)
+
+    def restart(self) -> None:
+        self.inner.restart()
+
+
+class KconformFuzz(pytest.Function):
+    """Random differential runs against the reference (``kconform fuzz``) as one item."""
+
+    def __init__(self, *, generation: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.generation = generation
+
+    def runtest(self) -> None:
+        from reference_impl import Generation
+
+        from .stateful import fuzz, witness_fixture
+
+        parent = self.parent
+        assert isinstance(parent, KconformCollector)
+        plugin = parent.plugin
+        adapter = plugin.adapter(parent.impl, self._request)
+        description = plugin.describe(adapter)
+        if self.generation not in description.generations:
+            pytest.skip(f"generation {self.generation} not supported")
+        settings = plugin.settings
+        trace = fuzz(
+            _Unclosable(adapter),
+            Generation(self.generation),
+            settings.fuzz_examples,
+            settings.fuzz_steps,
+            derandomize=True,
+        )
+        if trace is None:
+            return
+        witness = witness_fixture(trace)
+        folder = settings.witness_dir or self.config.rootpath / "out"
+        name = "".join(c if c.isalnum() or c in "-_." else "_" for c in parent.impl)
+        out = folder / f"kconform-fuzz-{name}-{self.generation}.yaml"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(witness, encoding="utf-8")
+        steps = "\n".join(f"  {json.dumps(s)}" for s in trace.steps)
+        raise CaseFailure(
+            f"kconform fuzz: {parent.impl} disagrees with the reference ({self.generation}) after "
+            f"{len(trace.steps)} steps (shrunk):\n{steps}\nwitness fixture: {out}\n"
+            f"replay: pytest --kconform-impl {parent.impl} --kconform-fixtures {out}"
+        )
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
+        if isinstance(excinfo.value, CaseFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return Path("kconform"), 0, f"kconform fuzz {self.name}"
