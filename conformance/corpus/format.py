@@ -221,7 +221,7 @@ def record_to_trace(record: Any, file: str, line: int) -> Trace:
             FixtureStep(
                 index=i,
                 step=step,
-                do=dict(do),
+                do=dict(do or {}),
                 expect=expect,
                 expect_rejected=rejected,
                 why=raw.get("why"),

@@ -317,6 +317,7 @@ def generate_trace(
         step, state = found
         do = step_to_dict(step)
         entry: dict[str, Any] = {"do": do}
+        observation: dict[str, Any] | None
         if recorder is None:
             observation = observe(state)
         else:
@@ -450,7 +451,7 @@ def write_part(task: PartTask) -> list[dict[str, Any]]:
     tmp = path + ".tmp"
     opener = gzip.open if task.compress else open
     try:
-        with opener(tmp, "wt", encoding="utf-8") as f:  # type: ignore[operator]
+        with opener(tmp, "wt", encoding="utf-8") as f:
             for index in range(task.start, task.start + task.count):
                 record = generate_trace(task.seed, index, mix, recorder)
                 stopped += "recording_stopped" in record["provenance"]

@@ -128,7 +128,7 @@ def read_trace(path: str, line: int, trace_id: str) -> Trace | None:
                 return Trace(fixture, None, {})
         return None
     opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:  # type: ignore[operator]
+    with opener(path, "rb") as f:
         for n, raw in enumerate(f, start=1):
             if n == line:
                 return parse_line(raw, path, line)
