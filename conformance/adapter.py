@@ -21,7 +21,11 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
+"""The version kconform speaks. Version 2 adds optional finer capabilities (``role_fields``,
+``step_fields``, ``conventions``); a version-1 adapter is still accepted (it has none)."""
+
+ACCEPTED_PROTOCOLS = (1, 2)
 
 
 class AdapterError(Exception):
@@ -49,6 +53,14 @@ class Description:
     """Per-replica fields it reports (``leo``, ``hw``, ...)."""
     language: str = ""
     homepage: str = ""
+    role_fields: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per role (``leader``, ``follower``, ``none``): the replica fields reported on a replica in
+    that role; a role not listed reports every field of ``replica_fields``."""
+    step_fields: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per step kind: the optional step fields it honours (``fetch: [max_records]``); a kind not
+    listed honours all of them."""
+    conventions: dict[str, Any] = field(default_factory=dict)
+    """How its observations differ in form from the reference's (``conventions.py``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -61,6 +73,9 @@ class Description:
                 "steps": list(self.steps),
                 "fields": list(self.fields),
                 "replica_fields": list(self.replica_fields),
+                **({"role_fields": {k: list(v) for k, v in self.role_fields.items()}} if self.role_fields else {}),
+                **({"step_fields": {k: list(v) for k, v in self.step_fields.items()}} if self.step_fields else {}),
+                **({"conventions": dict(self.conventions)} if self.conventions else {}),
             },
         }
 
@@ -76,6 +91,9 @@ class Description:
             steps=tuple(caps.get("steps") or ()),
             fields=tuple(caps.get("fields") or ()),
             replica_fields=tuple(caps.get("replica_fields") or ()),
+            role_fields={str(k): tuple(v) for k, v in (caps.get("role_fields") or {}).items()},
+            step_fields={str(k): tuple(v) for k, v in (caps.get("step_fields") or {}).items()},
+            conventions=dict(caps.get("conventions") or {}),
         )
 
 

@@ -23,6 +23,7 @@ from reference_impl.config import Generation
 
 from .adapter import AdapterError
 from .bundled import DEFAULT_SUITE
+from .levels import LEVELS
 from .paths import FIXTURES_DIR
 from .stdio import DEFAULT_START_TIMEOUT_S, DEFAULT_TIMEOUT_S
 
@@ -186,7 +187,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress = Progress(len(fixtures) * len(implementations), sys.stderr, not args.no_progress)
     selection = {"tags": args.tag, "generations": args.generation, "ids": args.id, "implementations": specs}
     try:
-        document = run_suite(implementations, fixtures, expectations, progress, selection)
+        selection["level"] = args.level
+        document = run_suite(implementations, fixtures, expectations, progress, selection, args.level)
     except ImplementationCannotStart as exc:
         detail = "\n".join("  " + line for line in exc.detail.splitlines())
         _fail(f"{exc}" + (f"\n{detail}" if detail else "") + "\nnothing was run (see docs/adapters.md, 'Handshake')")
@@ -321,25 +323,61 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
     from .registry import UnknownImplementation, resolve
-    from .stateful import fuzz, witness_fixture  # hypothesis is only needed here
+    from .stateful import fuzz_all, witness_fixture  # hypothesis is only needed here
 
     try:
         adapter = resolve(args.impl, timeout_s=args.timeout)
     except UnknownImplementation as exc:
         _fail(str(exc))
+    ignore = _known_differences(args.expectations or [])
     generation = Generation(args.generation)
     try:
-        trace = fuzz(adapter, generation, args.examples, args.steps, derandomize=args.derandomize)
+        report = fuzz_all(
+            adapter, generation, args.examples, args.steps, args.derandomize, level=args.level, ignore=ignore
+        )
     except AdapterError as exc:
         _fail(f"implementation {args.impl!r} cannot start: {exc.message}\n{exc.detail}")
-    if trace is None:
-        _emit(f"{args.impl} agreed with the reference on {args.examples} random runs ({args.generation})\n")
+    ex = report.exercised
+    kinds = ", ".join(f"{k} {n}" for k, n in ex.steps.most_common())
+    rules = ", ".join(f"{k} {n}" for k, n in sorted(ex.rules.items()))
+    summary = (
+        f"exercised ({ex.runs} runs, shrinking included): steps: {kinds or 'none'}\nrules fired: {rules or 'none'}\n"
+    )
+    if not report.failures:
+        met = f"{args.impl} met level {args.level} on {args.examples} random runs ({args.generation})\n"
+        if args.level != "safety":
+            met += f"{args.impl} agreed with the reference on {args.examples} random runs\n"
+        _emit(met + summary)
         return 0
     args.witness.parent.mkdir(parents=True, exist_ok=True)
-    args.witness.write_text(witness_fixture(trace), encoding="utf-8")
-    _emit(f"{args.impl} disagrees with the reference after {_plural(len(trace.steps), 'step')} (shrunk).\n")
-    _emit(f"witness fixture: {args.witness}  (replay: kconform run --impl '{args.impl}' --fixtures {args.witness})\n")
+    _emit(f"{args.impl} fails level {args.level}: {_plural(len(report.failures), 'distinct failure')} (each shrunk)\n")
+    for n, failure in enumerate(report.failures, 1):
+        path = args.witness if n == 1 else args.witness.with_name(f"{args.witness.stem}-{n}{args.witness.suffix}")
+        path.write_text(witness_fixture(failure.trace, f"fuzz-witness-{n}", failure.reason), encoding="utf-8")
+        level = " --level safety" if failure.trace.level == "safety" or failure.signature.startswith("safety:") else ""
+        _emit(
+            f"\n{n}. {failure.reason}\n   after {_plural(len(failure.trace.steps), 'step')}; witness fixture: {path}\n"
+            f"   replay: kconform run --impl '{args.impl}'{level} --fixtures {path}\n"
+        )
+    _emit("\n" + summary)
     return 1
+
+
+def _known_differences(paths: list[Path]) -> dict[str, str]:
+    """``known_differences`` of fuzz expectation files: field path or property glob -> reason."""
+    import yaml
+
+    out: dict[str, str] = {}
+    for path in paths:
+        try:
+            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            _fail(f"{path}: cannot read: {exc}")
+        known = doc.get("known_differences") if isinstance(doc, dict) else None
+        if not isinstance(known, dict) or not all(isinstance(k, str) for k in known):
+            _fail(f"{path}:1: known_differences: must map field paths or safety properties to reasons")
+        out.update({str(k): str(v) for k, v in known.items()})
+    return out
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
@@ -488,6 +526,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_selection(run)
     run.add_argument(
+        "--level",
+        choices=LEVELS,
+        default="exact",
+        help="exact: step by step as the reference; settled: outcomes at quiescent points, timing may differ; "
+        "safety: the spec's invariants on the implementation's own observations (docs/levels.md; default exact)",
+    )
+    run.add_argument(
         "--expectations",
         action="append",
         type=Path,
@@ -567,7 +612,7 @@ def build_parser() -> argparse.ArgumentParser:
         "fuzz",
         "random runs against the reference, step by step; shrink a disagreement",
         "Draw random runs of enabled steps, apply each to the implementation and the reference, compare after "
-        "every step, and shrink the first disagreement to a witness fixture.",
+        "every step (at the chosen level), and shrink every distinct failure to its own witness fixture.",
     )
     fz.add_argument("--impl", required=True, metavar="SPEC", help="the implementation (as for run --impl)")
     fz.add_argument(
@@ -582,6 +627,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="where to write the shrunk failing run (default: out/fuzz-witness.yaml)",
     )
     fz.add_argument("--derandomize", action="store_true", help="the same runs every time (for CI)")
+    fz.add_argument(
+        "--level",
+        choices=LEVELS,
+        default="exact",
+        help="exact: every step as the reference; settled: outcomes at quiescent points; safety: only the "
+        "invariants, on the implementation's own observations (default: exact)",
+    )
+    fz.add_argument(
+        "--expectations",
+        action="append",
+        type=Path,
+        metavar="FILE",
+        help="YAML with known_differences: {FIELD-OR-PROPERTY-GLOB: reason}, ignored (repeatable)",
+    )
     fz.add_argument(
         "--timeout",
         type=float,

@@ -8,8 +8,6 @@ step points at the line of that field.
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +26,7 @@ from reference_impl import (
     step_from_dict,
 )
 
-from .paths import SCHEMA_DIR
+from .schemas import schema, validator
 
 PathKey = tuple[str | int, ...]
 
@@ -131,15 +129,14 @@ def line_for(lines: Mapping[PathKey, int], path: PathKey) -> int:
     return lines.get(path, 1)
 
 
-@functools.cache
 def fixture_schema() -> dict[str, Any]:
-    schema: dict[str, Any] = json.loads((SCHEMA_DIR / "fixture.schema.json").read_text(encoding="utf-8"))
-    return schema
+    return schema("fixture")
 
 
-@functools.cache
 def _validator() -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(fixture_schema())
+    # The fixture schema takes a step and an observation from spec/definitions.schema.json;
+    # schemas.validator resolves such references across files.
+    return validator("fixture")
 
 
 def _schema_problems(doc: Any, lines: Mapping[PathKey, int], file: str) -> list[Problem]:

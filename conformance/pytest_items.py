@@ -3,7 +3,6 @@ plus the optional fuzz items. Imported only when an implementation is named."""
 
 from __future__ import annotations
 
-import inspect
 import json
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ class KconformSession:
         if problems:
             raise pytest.UsageError("kconform: invalid expectations:\n" + "\n".join(str(p) for p in problems))
         self.expectations: Expectations = expectations
-        self.level_kwargs = level_kwargs(settings.level)
+        self.level = settings.level or "exact"
         self.adapters: dict[str, Adapter] = {}
         self.descriptions: dict[int, Description] = {}
         self.traces: dict[str, RuleTrace] = {}
@@ -90,21 +89,6 @@ class KconformSession:
         if fixture.id not in self.traces:
             self.traces[fixture.id] = reference_trace(fixture)
         return self.traces[fixture.id]
-
-
-def level_kwargs(level: str | None) -> dict[str, Any]:
-    """What to pass ``run_fixture`` for a level: ``level=`` once the runner takes one
-    (issue 8); until then only ``exact`` (today's comparison) can be honoured."""
-    if level is None:
-        return {}
-    if "level" in inspect.signature(run_fixture).parameters:
-        return {"level": level}
-    if level == "exact":
-        return {}
-    raise pytest.UsageError(
-        f"kconform: --kconform-level {level}: this kconform checks only the exact level "
-        "(step-by-step agreement with the reference)"
-    )
 
 
 class KconformCollector(pytest.Collector):
@@ -171,7 +155,7 @@ class KconformCase(pytest.Function):
         except AdapterError as exc:  # every case of this implementation errors, each saying why
             raise CaseError(f"kconform: {impl} cannot describe itself: {exc.message}\n{exc.detail}".strip()) from None
         trace = plugin.trace(self.fixture)
-        result = run_fixture(adapter, description, self.fixture, impl, trace, **plugin.level_kwargs)
+        result = run_fixture(adapter, description, self.fixture, impl, trace, level=plugin.level)
         result.rules = reference_rules(self.fixture, trace)
         expected = plugin.expectations.reason((impl, description.name), self.fixture.id, self.fixture.base_id)
         if expected is not None:

@@ -71,8 +71,12 @@ def run_suite(
     expectations: Expectations | None = None,
     progress: ProgressFn | None = None,
     selection: dict[str, Any] | None = None,
+    level: str = "exact",
 ) -> dict[str, Any]:
     """Run every fixture on every implementation and build the results document.
+
+    Each fixture's outcome is its verdict at ``level`` (``levels.LEVELS``); every record
+    also keeps the verdicts at all levels, from which a report shows the highest one met.
 
     Every implementation is started (``describe``) before any fixture runs; one that cannot
     start raises ``ImplementationCannotStart`` once, instead of erroring every fixture.
@@ -90,7 +94,7 @@ def run_suite(
     results: list[dict[str, Any]] = []
     for impl in implementations:
         t_impl = time.perf_counter()
-        description, impl_results = run_fixtures(impl.adapter, impl.id, fixtures, traces, progress)
+        description, impl_results = run_fixtures(impl.adapter, impl.id, fixtures, traces, progress, level)
         with contextlib.suppress(Exception):  # closing must not lose the results gathered
             impl.adapter.close()
         names = (impl.id,) + ((description.name,) if description else ())

@@ -23,7 +23,6 @@ The runner emits plain records (``FixtureResult.to_dict``); reports are built fr
 
 from __future__ import annotations
 
-import json
 import time
 import traceback
 from collections.abc import Callable, Iterable
@@ -34,11 +33,12 @@ from reference_impl import StepRejected, initial_state
 from reference_impl import apply as reference_apply
 
 from .adapter import Adapter, AdapterError, Description
-from .compare import MISSING, all_divergences, first_divergence
+from .coarsen import Plan, plan
+from .compare import MISSING
+from .conventions import ConventionError, unsupported_step_field
 from .fixtures import Fixture, FixtureStep
-from .schemas import first_error
+from .judge import CannotAnswer, judge
 from .step_states import step_states
-from .wire import wire_step
 
 OUTCOMES = ("passed", "failed", "errored", "skipped")
 
@@ -59,6 +59,20 @@ class FixtureResult:
     expected: str = "pass"
     """``pass``, or ``fail`` when an expectations file marks it (then XFAIL / XPASS)."""
     expected_reason: str = ""
+    level: str = "exact"
+    """The level this outcome is judged at (``levels.LEVELS``)."""
+    levels: dict[str, str | None] = field(default_factory=dict)
+    """The verdict at every level: ``passed`` / ``failed`` / None (not judged)."""
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    """Every divergence and safety finding, not only the first (``judge.py``)."""
+    checked: int = 0
+    """n: the fixture's expectations checked on this implementation (after lowering)."""
+    expectations: int = 0
+    """m: the fixture's expectations."""
+    notes: list[str] = field(default_factory=list)
+    """How the fixture was lowered for this implementation (``coarsen.py``)."""
+    stopped: str = ""
+    """Why the run ended before the fixture's end, if it did."""
 
     @property
     def status(self) -> str:
@@ -88,6 +102,13 @@ class FixtureResult:
             "duration_ms": round(self.duration_ms, 3),
             "detail": self.detail,
             "rules": self.rules,
+            "level": self.level,
+            "levels": self.levels,
+            "failures": self.failures,
+            "checked": self.checked,
+            "expectations": self.expectations,
+            "notes": self.notes,
+            "stopped": self.stopped,
         }
 
 
@@ -115,15 +136,15 @@ def comparable(expect: dict[str, Any], description: Description) -> dict[str, An
 
 
 def skip_reason(fixture: Fixture, description: Description) -> str | None:
-    """Why this implementation cannot run this fixture, or None."""
+    """Why this implementation cannot run this fixture at all, or None. Missing step kinds
+    are lowered (``coarsen.py``) rather than skipped; a fixture is skipped for them only
+    when nothing is left (``_nothing_left``)."""
     if fixture.generation.value not in description.generations:
         return f"generation {fixture.generation.value} not supported (supports: {', '.join(description.generations)})"
-    missing = sorted({s.step.kind for s in fixture.steps} - set(description.steps))
-    if missing:
-        return f"step kinds not supported: {', '.join(missing)}"
-    stated = [s for s in fixture.steps if s.expect]
-    if stated and not any(comparable(s.expect or {}, description) for s in stated):
-        return "reports none of the fields this fixture checks"
+    for fs in fixture.steps:
+        name = unsupported_step_field(fs.step, description)
+        if name is not None:
+            return f"step {fs.number} ({fs.step.kind}) uses {name}, which the implementation does not honour"
     return None
 
 
@@ -156,15 +177,16 @@ def run_fixture(
     fixture: Fixture,
     impl_id: str,
     trace: RuleTrace | None = None,
+    level: str = "exact",
 ) -> FixtureResult:
     """Run one fixture on one implementation; never raises for implementation faults.
 
-    ``trace`` (from ``reference_trace``) names the rules fired at a divergent step.
+    The run is judged at every level at once (``judge.py``: coarsening, conventions, keep
+    going, safety, settled); the outcome is the verdict at ``level``. ``trace`` (from
+    ``reference_trace``) names the rules fired at each divergent step.
     """
     started = time.perf_counter()
-    result = FixtureResult(implementation=impl_id, fixture=fixture.id, outcome="passed")
-    check_shape = not getattr(adapter, "trusted", False)
-    shape_checked = False
+    result = FixtureResult(implementation=impl_id, fixture=fixture.id, outcome="passed", level=level)
 
     def finish(outcome: str, reason: str = "", **extra: Any) -> FixtureResult:
         result.outcome = outcome
@@ -177,71 +199,89 @@ def run_fixture(
     reason = skip_reason(fixture, description)
     if reason:
         return finish("skipped", reason)
+    try:
+        lowered = plan(fixture, frozenset(description.steps))
+    except Exception as exc:  # the reference cannot run the fixture: a fixture problem
+        return finish("errored", f"cannot lower the fixture for this implementation: {exc}")
+    result.expectations, result.checked, result.notes = lowered.expectations, lowered.checked, lowered.notes
+    reason = _nothing_left(lowered, description, level)
+    if reason:
+        return finish("skipped", reason)
     config = fixture.config.to_dict()
     try:
         adapter.reset(config)
     except Exception as exc:  # an implementation's fault must not end the run
         message, detail = _fault(exc)
         return finish("errored", f"reset: {message}", detail=detail)
-    produced = 0
-    for fs in fixture.steps:
-        where = f"step {fs.number} ({fs.step.kind}) at {fixture.path}:{fs.line}"
-        rules = list(trace[fs.index]) if trace is not None and fs.index < len(trace) else []
-        do = wire_step(fs.step, produced)
-        try:
-            answer = adapter.step(do)
-        except Exception as exc:
-            message, detail = _fault(exc)
-            return finish("errored", f"{where}: {message}", detail=detail, steps_run=fs.index)
-        result.steps_run = fs.number
-        if answer.rejected is None and do["kind"] == "produce":
-            produced += 1
-        if fs.expect_rejected:
-            if answer.rejected is None:
-                return finish(
-                    "failed",
-                    f"{where}: accepted a step that must be rejected ({fs.expect_rejected})",
-                    divergence=_divergence(fs, "(step)", f"rejected ({fs.expect_rejected})", "accepted", rules=rules)
-                    | step_states(fixture, fs.index, answer.observation),
-                )
-            continue
-        if answer.rejected is not None:
-            rule = f" [{answer.rule}]" if answer.rule else ""
-            return finish(
-                "failed",
-                f"{where}: rejected a step that must be accepted{rule}: {answer.rejected}",
-                divergence=_divergence(fs, "(step)", "accepted", f"rejected{rule}: {answer.rejected}", rules=rules),
-            )
-        if not fs.expect:
-            continue
-        if answer.observation is None:
-            return finish("errored", f"{where}: no observation returned")
-        expected = comparable(fs.expect, description)
-        found = first_divergence(expected, answer.observation)
-        if check_shape and (found is not None or not shape_checked):
-            shape_checked = True
-            problem = first_error(answer.observation, "adapter-messages", "observation")
-            if problem is not None:
-                return finish(
-                    "errored",
-                    f"{where}: the observation does not fit the protocol schema "
-                    f"(spec/adapter-messages.schema.json, observation): {problem}",
-                    detail="observation: " + json.dumps(answer.observation)[:2000],
-                    steps_run=fs.number,
-                )
-        if found is not None:
-            divergence = _divergence(fs, found.path, found.expected, _show(found.actual), rules=rules)
-            divergence["differences"] = [
-                {"field": d.path, "expected": d.expected, "actual": _show(d.actual)}
-                for d in all_divergences(expected, answer.observation)
-            ]
-            divergence |= step_states(fixture, fs.index, answer.observation)
-            return finish(
-                "failed",
-                f"{where}: {found.path}: expected {found.expected!r}, got {_show(found.actual)!r}",
-                divergence=divergence,
-            )
-    return finish("passed")
+    try:
+        verdict = judge(
+            adapter,
+            description,
+            fixture,
+            lowered,
+            lambda expect: comparable(expect, description),
+            trace,
+            safety_only=level == "safety",
+            check_shape=not getattr(adapter, "trusted", False),
+        )
+    except CannotAnswer as exc:
+        return finish("errored", exc.reason, detail=exc.detail, steps_run=exc.steps_run)
+    except ConventionError as exc:
+        return finish("errored", f"describe: {exc}")
+    result.failures, result.stopped, result.steps_run = verdict.failures, verdict.stopped, verdict.steps_run
+    result.levels = verdict.verdicts(safety_only=level == "safety")
+    relevant = [f for f in verdict.failures if f["level"] in FAILING_AT[level]]
+    if not relevant:
+        return finish("passed")
+    at_first = [f for f in relevant if f["step"] == relevant[0]["step"]]
+    at_first.sort(key=lambda f: f["level"] == "safety")  # the reference's view first, then safety
+    first = at_first[0]
+    divergence = {k: first[k] for k in ("step", "kind", "line", "field", "expected", "actual", "why", "rules")}
+    divergence["level"] = first["level"]
+    divergence |= step_states(fixture, first["step"] - 1, verdict.observed.get(first["step"]))
+    divergence["differences"] = [
+        {
+            "field": f"safety {f['field']}" if f["level"] == "safety" else f["field"],
+            "expected": f["expected"],
+            "actual": f["actual"],
+        }
+        for f in at_first
+    ]
+    where = f"step {first['step']} ({first['kind']}) at {fixture.path}:{first['line']}"
+    more = len(relevant) - 1
+    tail = f" (+{more} more)" if more else ""
+    safety = sorted({f["field"] for f in at_first if f["level"] == "safety"})
+    if safety and first["level"] != "safety":
+        tail += f"; safety: {', '.join(safety)} violated"
+    if first["level"] == "safety":
+        text = f"{where}: safety property {first['field']} violated: {first['actual']}{tail}"
+    elif first["field"] == "(step)":
+        text = f"{where}: expected {first['expected']}, the implementation {first['actual']}{tail}"
+    else:
+        text = f"{where}: {first['field']}: expected {first['expected']!r}, got {first['actual']!r}{tail}"
+    return finish("failed", text, divergence=divergence)
+
+
+FAILING_AT = {
+    "exact": ("exact", "settled", "safety", "stop"),
+    "settled": ("settled", "safety", "stop"),
+    "safety": ("safety",),
+}
+"""Which failures fail a fixture at each level (every level includes safety)."""
+
+
+def _nothing_left(lowered: Plan, description: Description, level: str) -> str | None:
+    """Why nothing of the fixture can be checked on this implementation, or None."""
+    if not lowered.steps:
+        return f"nothing left to run: {lowered.stopped}"
+    if level == "safety":
+        return None
+    kept = [c for s in lowered.steps for c in s.checks]
+    if not kept:
+        return f"none of its {lowered.expectations} expectations survive lowering ({lowered.stopped or 'see notes'})"
+    if not any(c.expect_rejected or comparable(c.expect or {}, description) for c in kept):
+        return "reports none of the fields this fixture checks"
+    return None
 
 
 def _fault(exc: Exception) -> tuple[str, str]:
@@ -276,6 +316,7 @@ def run_fixtures(
     fixtures: Iterable[Fixture],
     traces: dict[str, RuleTrace] | None = None,
     progress: ProgressFn | None = None,
+    level: str = "exact",
 ) -> tuple[Description | None, list[FixtureResult]]:
     """Run every fixture on one adapter. If ``describe`` fails, every fixture is errored
     (``results.run_suite`` checks that every implementation starts before running any)."""
@@ -291,7 +332,7 @@ def run_fixtures(
     results = []
     for fixture in fixtures:
         trace = traces[fixture.id] if traces is not None and fixture.id in traces else reference_trace(fixture)
-        result = run_fixture(adapter, description, fixture, impl_id, trace)
+        result = run_fixture(adapter, description, fixture, impl_id, trace, level)
         result.rules = reference_rules(fixture, trace)
         if result.outcome == "errored":
             try:

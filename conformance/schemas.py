@@ -1,7 +1,7 @@
 """The spec's JSON Schemas, loaded once and resolvable by ``$id`` across files.
 
 Every ``spec/*.schema.json`` is registered, so a schema may ``$ref`` another file's
-definitions. ``validator("adapter-messages", "observation")`` validates one definition.
+definitions. ``validator("definitions", "observation")`` validates one definition.
 jsonschema is imported here only, on first use: commands that never validate stay fast.
 """
 

@@ -17,7 +17,7 @@ import threading
 from collections import deque
 from typing import Any
 
-from .adapter import PROTOCOL_VERSION, Adapter, AdapterError, Description, StepResult
+from .adapter import ACCEPTED_PROTOCOLS, PROTOCOL_VERSION, Adapter, AdapterError, Description, StepResult
 
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_START_TIMEOUT_S = 60.0
@@ -191,8 +191,9 @@ class StdioAdapter(Adapter):
 
     def _hello(self) -> None:
         reply = self._request({"cmd": "hello", "protocol": PROTOCOL_VERSION}, self.start_timeout_s)
-        if reply.get("protocol") != PROTOCOL_VERSION:
-            raise self._fail(f"speaks protocol {reply.get('protocol')!r}, kconform speaks {PROTOCOL_VERSION}")
+        if reply.get("protocol") not in ACCEPTED_PROTOCOLS:
+            accepted = " or ".join(map(str, ACCEPTED_PROTOCOLS))
+            raise self._fail(f"speaks protocol {reply.get('protocol')!r}, kconform speaks {accepted}")
         impl = reply.get("implementation")
         try:
             if not isinstance(impl, dict):

@@ -1,7 +1,8 @@
 """``apply(state, step) -> state``: the one entry point, dispatching on the step type.
 
-Every step goes through the same route: reset the list of fired rules, look up the
-action for the step's type, run it. A step whose precondition fails raises
+Every step goes through the same route: check the replica it names (STEP-PRE-1), open a
+``Draft`` of the state (with no fired rules yet), run the step's action on it, and
+freeze the draft into the new state. A step whose precondition fails raises
 ``StepRejected`` naming the rule; the input state is untouched (it is immutable).
 """
 
@@ -11,6 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import broker, clock, consumer, controller, follower, producer
+from .draft import Draft
 from .errors import StepRejected
 from .state import State
 from .steps import (
@@ -29,43 +31,37 @@ from .steps import (
     Step,
     Tick,
 )
-from .values import evolve
 
 
-def _fetch_round(state: State, step: FetchRound) -> State:
+def _fetch_round(d: Draft, step: FetchRound) -> None:
     """FETCH-ROUND-1: send a fetch; deliver its response if the leader answered at once."""
-    state = follower.send_fetch(state.fire("FETCH-ROUND-1"), step.replica, step.max_records)
-    if any(r.dst == step.replica for r in state.fetch_responses):
-        state = follower.deliver_fetch(state, step.replica)
-    return state
+    d.fire("FETCH-ROUND-1")
+    follower.send_fetch(d, step.replica, step.max_records)
+    if any(r.dst == step.replica for r in d.fetch_responses):
+        follower.deliver_fetch(d, step.replica)
 
 
-def _epoch_round(state: State, step: EpochRound) -> State:
+def _epoch_round(d: Draft, step: EpochRound) -> None:
     """EPOCH-ROUND-1: send OffsetsForLeaderEpoch and deliver the answer."""
-    state = follower.send_epoch_request(state.fire("EPOCH-ROUND-1"), step.replica)
-    if any(r.dst == step.replica for r in state.epoch_responses):
-        state = follower.deliver_epoch(state, step.replica)
-    return state
+    d.fire("EPOCH-ROUND-1")
+    follower.send_epoch_request(d, step.replica)
+    if any(r.dst == step.replica for r in d.epoch_responses):
+        follower.deliver_epoch(d, step.replica)
 
 
-def _check_replica(state: State, name: str, kind: str) -> None:
-    if name not in state.config.replicas:
-        raise StepRejected("STEP-PRE-1", f"{kind}: unknown replica {name!r} (replicas: {list(state.config.replicas)})")
-
-
-ACTIONS: dict[type, Callable[[State, Any], State]] = {
+ACTIONS: dict[type, Callable[[Draft, Any], None]] = {
     Produce: producer.produce,
-    Fetch: lambda s, step: follower.send_fetch(s, step.replica, step.max_records),
-    DeliverFetch: lambda s, step: follower.deliver_fetch(s, step.replica),
+    Fetch: lambda d, step: follower.send_fetch(d, step.replica, step.max_records),
+    DeliverFetch: lambda d, step: follower.deliver_fetch(d, step.replica),
     FetchRound: _fetch_round,
-    EpochRequest: lambda s, step: follower.send_epoch_request(s, step.replica),
-    DeliverEpoch: lambda s, step: follower.deliver_epoch(s, step.replica),
+    EpochRequest: lambda d, step: follower.send_epoch_request(d, step.replica),
+    DeliverEpoch: lambda d, step: follower.deliver_epoch(d, step.replica),
     EpochRound: _epoch_round,
-    Tick: lambda s, step: clock.tick(s, step.ms),
-    Crash: lambda s, step: broker.crash(s, step.replica, step.unflushed_from),
-    Restart: lambda s, step: broker.restart(s, step.replica),
+    Tick: lambda d, step: clock.tick(d, step.ms),
+    Crash: lambda d, step: broker.crash(d, step.replica, step.unflushed_from),
+    Restart: lambda d, step: broker.restart(d, step.replica),
     Elect: controller.elect,
-    DeliverLeaderAndIsr: lambda s, step: controller.deliver_leader_and_isr(s, step.replica),
+    DeliverLeaderAndIsr: lambda d, step: controller.deliver_leader_and_isr(d, step.replica),
     Consume: consumer.consume,
 }
 
@@ -76,9 +72,13 @@ def apply(state: State, step: Step) -> State:
     if action is None:
         raise TypeError(f"not a step: {step!r}")
     replica = getattr(step, "replica", None)
-    if replica is not None:
-        _check_replica(state, replica, step.kind)
-    return action(evolve(state, fired=()), step)
+    if replica is not None and replica not in state.config.position:
+        raise StepRejected(
+            "STEP-PRE-1", f"{step.kind}: unknown replica {replica!r} (replicas: {list(state.config.replicas)})"
+        )
+    draft = Draft(state)
+    action(draft, step)
+    return draft.freeze()
 
 
 def run(state: State, steps: Iterable[Step]) -> State:

@@ -17,14 +17,15 @@ without changing its outcome.
 
 from __future__ import annotations
 
-from .leader import complete_parked_fetch, is_current_leader, maybe_shrink_isr
+from .draft import Draft
+from .fetch_purgatory import complete_parked_fetch
+from .isr import maybe_shrink_isr
 from .purgatory import expire_produce
-from .state import State
 from .values import evolve
 
 
-def _isr_check_period(state: State) -> int:
-    return max(1, state.config.replica_lag_time_max_ms // 2)
+def _isr_check_period(d: Draft) -> int:
+    return max(1, d.config.replica_lag_time_max_ms // 2)
 
 
 def _first_run_at_or_after(started: int, period: int, t: int) -> int:
@@ -34,69 +35,71 @@ def _first_run_at_or_after(started: int, period: int, t: int) -> int:
     return started + k * period
 
 
-def _next_isr_check(state: State, after: int, end: int) -> int | None:
+def _next_isr_check(d: Draft, after: int, end: int) -> int | None:
     """The first ``isr-expiration`` run in ``(after, end]`` that would drop a follower."""
-    lag = state.config.replica_lag_time_max_ms
+    lag = d.config.replica_lag_time_max_ms
+    spares_at_leo = d.profile.shrink_spares_follower_at_leo
     best: int | None = None
-    for leader in state.replicas:
-        if not is_current_leader(state, leader):
+    for leader in d.replicas:
+        if not d.is_current_leader(leader):
             continue
         for progress in leader.progress:
-            if progress.replica not in state.controller.isr:
+            if progress.replica not in d.controller.isr:
                 continue
-            if state.config.generation.uses_epochs and progress.remote_leo == leader.leo:
+            if spares_at_leo and progress.remote_leo == leader.leo:
                 continue
             lagging_from = after + 1
             if progress.last_caught_up_ms is not None:
                 lagging_from = max(lagging_from, progress.last_caught_up_ms + lag + 1)
-            run = _first_run_at_or_after(leader.started_ms, _isr_check_period(state), lagging_from)
+            run = _first_run_at_or_after(leader.started_ms, _isr_check_period(d), lagging_from)
             if run <= end and (best is None or run < best):
                 best = run
     return best
 
 
-def _checkpoint_runs(state: State, after: int, before: int, inclusive: bool) -> State:
+def _checkpoint_runs(d: Draft, after: int, before: int, inclusive: bool) -> None:
     """CKPT-2: each live broker's last checkpoint run in ``(after, before)`` (or
     ``(after, before]``) writes its HW to the checkpoint file."""
-    interval = state.config.replica_high_watermark_checkpoint_interval_ms
+    interval = d.config.replica_high_watermark_checkpoint_interval_ms
     if interval == 0:
-        return state
+        return
     limit = before if inclusive else before - 1
-    for replica in state.replicas:
+    for replica in list(d.replicas):
         if not replica.online or limit <= after:
             continue
         k = (limit - replica.started_ms) // interval
         last_run = replica.started_ms + k * interval
         if last_run > after and replica.checkpoint_hw != replica.hw:
-            state = state.with_replica(evolve(replica, checkpoint_hw=replica.hw)).fire("CKPT-2")
-    return state
+            d.put(evolve(replica, checkpoint_hw=replica.hw))
+            d.fire("CKPT-2")
 
 
-def tick(state: State, ms: int) -> State:
+def tick(d: Draft, ms: int) -> None:
     """TICK-1: advance the clock by ``ms``, firing due timers in time order."""
-    end = state.clock_ms + ms
-    cursor = state.clock_ms
-    state = state.fire("TICK-1")
+    end = d.clock_ms + ms
+    cursor = d.clock_ms
+    d.fire("TICK-1")
     while True:
-        candidates = [p.deadline_ms for p in state.parked_fetches if p.deadline_ms <= end]
-        candidates += [p.deadline_ms for p in state.pending_produces if p.deadline_ms <= end]
-        isr_run = _next_isr_check(state, cursor, end)
+        candidates = [p.deadline_ms for p in d.parked_fetches if p.deadline_ms <= end]
+        candidates += [p.deadline_ms for p in d.pending_produces if p.deadline_ms <= end]
+        isr_run = _next_isr_check(d, cursor, end)
         if isr_run is not None:
             candidates.append(isr_run)
         if not candidates:
-            state = _checkpoint_runs(state, cursor, end, inclusive=True)
-            return evolve(state, clock_ms=end)
+            _checkpoint_runs(d, cursor, end, inclusive=True)
+            d.clock_ms = end
+            return
         t = max(min(candidates), cursor)
-        state = _checkpoint_runs(state, cursor, t, inclusive=False)
-        state = evolve(state, clock_ms=t)
-        for parked in [p for p in state.parked_fetches if p.deadline_ms <= t]:
-            state = complete_parked_fetch(state, parked, "FETCH-PARK-3")
-        for pending in [p for p in state.pending_produces if p.deadline_ms <= t]:
-            state = expire_produce(state, pending)
+        _checkpoint_runs(d, cursor, t, inclusive=False)
+        d.clock_ms = t
+        for parked in [p for p in d.parked_fetches if p.deadline_ms <= t]:
+            complete_parked_fetch(d, parked, "FETCH-PARK-3")
+        for pending in [p for p in d.pending_produces if p.deadline_ms <= t]:
+            expire_produce(d, pending)
         if isr_run == t:
-            for leader in state.replicas:
-                if is_current_leader(state, leader) and (t - leader.started_ms) % _isr_check_period(state) == 0:
-                    state = maybe_shrink_isr(state, leader.id)
+            for leader in tuple(d.replicas):
+                if d.is_current_leader(leader) and (t - leader.started_ms) % _isr_check_period(d) == 0:
+                    maybe_shrink_isr(d, leader.id)
         # Checkpoint runs at exactly t come after the events of t.
-        state = _checkpoint_runs(state, t - 1, t, inclusive=True)
+        _checkpoint_runs(d, t - 1, t, inclusive=True)
         cursor = t

@@ -9,28 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 from .errors import ConfigError
+from .generation import Generation, Profile
 
-
-class Generation(StrEnum):
-    """A family of Kafka releases that replicate a partition the same way."""
-
-    HW_TRUNCATION = "hw-truncation"
-    """Kafka 0.10 and earlier: a replica that becomes follower truncates to its own HW."""
-
-    LEADER_EPOCH = "leader-epoch"
-    """Kafka 0.11 to 2.6: OffsetsForLeaderEpoch before fetching (KIP-101, KIP-279, KIP-320)."""
-
-    DIVERGING_EPOCH = "diverging-epoch"
-    """Kafka 2.7 and later: the fetch carries the last fetched epoch (KIP-595 style)."""
-
-    @property
-    def uses_epochs(self) -> bool:
-        """True when replicas keep a leader-epoch cache and requests carry epochs."""
-        return self is not Generation.HW_TRUNCATION
+__all__ = ["Config", "ConfigError", "Generation", "Profile", "config_from_dict"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +33,16 @@ class Config:
     """0 means the HW is checkpointed on every change (what the seeds' stories assume)."""
     request_timeout_ms: int = 30000
     """How long an acks=all produce waits in purgatory before REQUEST_TIMED_OUT."""
+
+    @cached_property
+    def profile(self) -> Profile:
+        """The generation's flags (``generation.py``): what actions ask instead of the name."""
+        return self.generation.profile
+
+    @cached_property
+    def position(self) -> dict[str, int]:
+        """Replica id -> its position in ``replicas`` (replica lookup by id in O(1))."""
+        return {name: i for i, name in enumerate(self.replicas)}
 
     @property
     def leader_at_start(self) -> str:

@@ -7,32 +7,39 @@ replicated (000); Kafka serves ``[fetch offset, HW)`` to consumers
 
 from __future__ import annotations
 
+from operator import attrgetter
+
+from .draft import Draft
 from .purgatory import commit
-from .state import ConsumeOutcome, Role, State
+from .state import ConsumeOutcome, Role
 from .steps import Consume
-from .values import evolve
+
+_value = attrgetter("value")
+_epoch = attrgetter("epoch")
 
 
-def consume(state: State, step: Consume) -> State:
+def consume(d: Draft, step: Consume) -> None:
     """CONSUME-1: read from ``offset`` at the leader, up to (not including) its HW.
     CONSUME-2: no live leader, or an offset past the LEO, is an error."""
-    leader_id = state.controller.leader
+    leader_id = d.controller.leader
     offset = step.offset
 
-    def error(name: str) -> State:
-        outcome = ConsumeOutcome(replica=leader_id, offset=offset, records=(), hw=None, error=name)
-        return evolve(state, consumed=outcome).fire("CONSUME-2")
+    def error(name: str) -> None:
+        d.consumed = ConsumeOutcome(replica=leader_id, offset=offset, records=(), hw=None, error=name)
+        d.fire("CONSUME-2")
 
     if leader_id is None:
         return error("LEADER_NOT_AVAILABLE")
-    leader = state.replica(leader_id)
+    leader = d.replica(leader_id)
     if not leader.online:
         return error("NETWORK_EXCEPTION")
     if leader.role is not Role.LEADER:
         return error("NOT_LEADER_OR_FOLLOWER")
     if offset > leader.leo:
         return error("OFFSET_OUT_OF_RANGE")
-    records = tuple((o, leader.log[o].value, leader.log[o].epoch) for o in range(offset, leader.hw))
-    outcome = ConsumeOutcome(replica=leader_id, offset=offset, records=records, hw=leader.hw, error=None)
-    state = evolve(state, consumed=outcome).fire("CONSUME-1")
-    return commit(state, records)
+    read = leader.log.read(offset, leader.hw)
+    records = tuple(zip(range(offset, offset + len(read)), map(_value, read), map(_epoch, read), strict=True))
+    d.consumed = ConsumeOutcome(replica=leader_id, offset=offset, records=records, hw=leader.hw, error=None)
+    d.fire("CONSUME-1")
+    commit(d, records)
+    return None

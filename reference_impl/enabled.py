@@ -1,15 +1,16 @@
 """The steps enabled in a state: the choices a generator (or a model checker) has.
 
-Derived by trying each candidate step on the reference and keeping those that are not
-rejected, so the preconditions live in one place (the actions) and are never re-coded
-here. Candidates use a few representative parameters (tick lengths, acks levels).
+``candidate_steps`` lists a few representative steps (tick lengths, acks levels);
+``enabled_steps`` keeps those whose preconditions hold, read straight from the spec's
+PRE rules (STEP-PRE-1, PRODUCE-PRE-1, FETCH-PRE-1, EPOCH-PRE-1, the DELIVER-PRE rules,
+CRASH-PRE-1, RESTART-PRE-1, CTRL-ELECT-PRE-1, CTRL-ELECT-4, LAI-PRE-1) without applying
+anything. ``tests/test_enabled.py`` checks it against trying each candidate on the
+reference, on random states.
 """
 
 from __future__ import annotations
 
-from .apply import apply
-from .errors import StepRejected
-from .state import State
+from .state import FetchState, Role, State
 from .steps import (
     Consume,
     Crash,
@@ -51,13 +52,54 @@ def candidate_steps(state: State) -> list[Step]:
     return steps
 
 
+def _follows_live_leader(state: State, name: str) -> bool:
+    """The common part of FETCH-PRE-1 and EPOCH-PRE-1."""
+    replica = state.replica(name)
+    return (
+        replica.online
+        and replica.role is Role.FOLLOWER
+        and replica.leader is not None
+        and state.replica(replica.leader).online
+    )
+
+
 def enabled_steps(state: State) -> list[Step]:
-    """Every candidate step whose precondition holds in ``state``."""
-    out = []
-    for step in candidate_steps(state):
-        try:
-            apply(state, step)
-        except StepRejected:
-            continue
-        out.append(step)
-    return out
+    """Every candidate step whose precondition holds in ``state``, in candidate order."""
+    cfg = state.config
+    ctrl = state.controller
+    seq = len(state.produces) + 1
+    steps: list[Step] = []
+    if state.produces.find(f"p{seq}") is None:  # PRODUCE-PRE-1: the automatic id is free
+        steps += [Produce(values=(f"v{seq}",), acks="all"), Produce(values=(f"v{seq}",), acks="1")]
+    steps += [Tick(ms=cfg.replica_fetch_wait_max_ms), Tick(ms=cfg.replica_lag_time_max_ms // 2), Consume(offset=0)]
+    if ctrl.leader is None or not state.replica(ctrl.leader).online:  # CTRL-ELECT-PRE-1
+        steps.append(Elect())
+    fetch_to = {r.dst for r in state.fetch_responses}
+    epoch_to = {r.dst for r in state.epoch_responses}
+    lai_to = {m.dst for m in state.leader_and_isr}
+    asks_epoch = cfg.profile.asks_epoch_before_fetch
+    for replica in state.replicas:
+        name = replica.id
+        following = _follows_live_leader(state, name)
+        if (
+            following
+            and replica.fetch_state is not FetchState.TRUNCATING
+            and name not in fetch_to
+            and not any(p.follower == name and p.incarnation == replica.incarnation for p in state.parked_fetches)
+        ):  # FETCH-PRE-1
+            steps.append(Fetch(replica=name))
+        if name in fetch_to:  # FETCH-DELIVER-PRE-1
+            steps.append(DeliverFetch(replica=name))
+        if asks_epoch and following and replica.fetch_state is FetchState.TRUNCATING and name not in epoch_to:
+            steps.append(EpochRequest(replica=name))  # EPOCH-PRE-1
+        if name in epoch_to:  # EPOCH-DELIVER-PRE-1
+            steps.append(DeliverEpoch(replica=name))
+        if replica.online:  # CRASH-PRE-1
+            steps.append(Crash(replica=name))
+        elif ctrl.leader != name:  # RESTART-PRE-1
+            steps.append(Restart(replica=name))
+        if name in lai_to:  # LAI-PRE-1
+            steps.append(DeliverLeaderAndIsr(replica=name))
+        if replica.online and name in ctrl.isr:  # CTRL-ELECT-4
+            steps.append(Elect(leader=name))
+    return steps

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from . import epoch_cache
 from .config import Config
-from .state import Controller, FetchState, FollowerProgress, Replica, Role, State
+from .log import Log
+from .state import Controller, FetchState, FollowerProgress, Replica, Role, State, empty_committed, empty_produces
 
 
 def initial_state(config: Config) -> State:
     config = config.validate()
     leader_id = config.leader_at_start
+    # Every replica starts with the same empty log; appends of the same records keep
+    # the logs sharing one buffer (see log.py).
+    log = Log()
     replicas = []
     for name in config.replicas:
         is_leader = name == leader_id
@@ -34,13 +38,13 @@ def initial_state(config: Config) -> State:
                 for other in config.replicas
                 if other != name
             )
-            if config.generation.uses_epochs:
+            if config.profile.keeps_epoch_cache:
                 cache = epoch_cache.assign(cache, 0, 0)
         replicas.append(
             Replica(
                 id=name,
                 online=True,
-                log=(),
+                log=log,
                 hw=0,
                 checkpoint_hw=0,
                 epoch_cache=cache,
@@ -63,10 +67,10 @@ def initial_state(config: Config) -> State:
         epoch_responses=(),
         leader_and_isr=(),
         pending_produces=(),
-        produces=(),
+        produces=empty_produces(),
         consumed=None,
         unclean_elections=0,
         power_failures=0,
-        committed=(),
+        committed=empty_committed(),
         fired=(),
     )

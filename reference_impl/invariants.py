@@ -4,16 +4,25 @@ State invariants look at one state; transition invariants at a step's before and
 after. ``check`` returns the violations (empty when all hold) rather than raising, so
 property tests can both assert they hold (epoch generations) and search for a
 violation (hw-truncation: the KIP-101 stories).
+
+Two invariants read histories that only grow (the committed records, the last consumed
+records). ``check(state, before)`` checks them incrementally: it keeps what it found on
+each state it checked (``state.MEMO``), and when ``before`` was checked it looks only at
+what the step can have changed: the committed records added since, and the ones that
+were already violated. Each invariant function without ``before`` is the full check;
+``tests/test_invariants.py`` compares both on random traces.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
-from .leader import is_current_leader
-from .state import Role, State
+from .history import History
+from .log import Log
+from .state import MEMO, Role, State
 
 
 @dataclass(frozen=True)
@@ -40,14 +49,13 @@ def strong_isr(state: State) -> list[Violation]:
     leader's HW. This is what makes any ISR member a safe leader (TLA+ ``StrongIsr``)."""
     out = []
     for leader in state.replicas:
-        if not is_current_leader(state, leader):
+        if not state.is_current_leader(leader):
             continue
-        committed = leader.log[: leader.hw]
         for name in state.controller.isr:
             member = state.replica(name)
             if name == leader.id or not member.online:
                 continue
-            if member.log[: leader.hw] != committed:
+            if not member.log.same_prefix(leader.log, leader.hw):
                 out.append(
                     Violation(
                         "StrongIsr",
@@ -68,19 +76,72 @@ def acked_not_lost(state: State) -> list[Violation]:
     if leader_id is None:
         return []
     leader = state.replica(leader_id)
-    if not is_current_leader(state, leader):
+    if not state.is_current_leader(leader):
         return []
+    return _acked_not_lost_among(state, leader_id, state.committed)
+
+
+SMALL = 64
+"""Below this many records a history invariant is checked in full (cheaper than its memo)."""
+
+
+def _memo(state: State) -> dict[str, Any]:
+    memo: dict[str, Any] | None = state.__dict__.get(MEMO)
+    if memo is None:
+        memo = state.__dict__[MEMO] = {}
+    return memo
+
+
+def _acked_not_lost_incremental(state: State, before: State) -> list[Violation]:
+    """AckedNotLost from ``before``'s result: when the leader is the same, its log only
+    grew and the committed records only grew, a record can change from kept to lost
+    only if it is new, and from lost to kept only if it was lost."""
+    if len(state.committed) < SMALL:  # cheaper to look than to remember
+        return acked_not_lost(state)
+    if state.unclean_elections or state.power_failures:
+        return []
+    previous = _memo(before).get("AckedNotLost")
+    leader_id = state.controller.leader
+    if previous is None or leader_id is None:
+        return acked_not_lost(state)
+    old_leader: str = previous[0]
+    old_log: Log = previous[1]
+    old_committed: History[tuple[int, str, int]] = previous[2]
+    lost: list[tuple[int, str, int]] = previous[3]
+    leader = state.replica(leader_id)
+    log, committed = leader.log, state.committed
+    if (
+        old_leader != leader_id
+        or not state.is_current_leader(leader)
+        or len(log) < len(old_log)
+        or not log.same_prefix(old_log, len(old_log))
+        or not committed.starts_with(old_committed)
+    ):
+        return acked_not_lost(state)
+    candidates = [*lost, *(committed[i] for i in range(len(old_committed), len(committed)))]
+    return _acked_not_lost_among(state, leader_id, candidates)
+
+
+def _acked_not_lost_among(state: State, leader_id: str, records: Iterable[tuple[int, str, int]]) -> list[Violation]:
+    log = state.replica(leader_id).log
+    leo = len(log)
+    lost = []
     out = []
-    for offset, value, epoch in state.committed:
-        present = offset < leader.leo and (leader.log[offset].value, leader.log[offset].epoch) == (value, epoch)
-        if not present:
-            have = leader.log[offset].render() if offset < leader.leo else "nothing"
-            out.append(
-                Violation(
-                    "AckedNotLost",
-                    f"committed {value}@{epoch} at offset {offset} is gone from leader {leader_id} (has {have})",
-                )
+    for offset, value, epoch in records:
+        if offset < leo:
+            record = log[offset]
+            if record.value == value and record.epoch == epoch:
+                continue
+        lost.append((offset, value, epoch))
+        have = log[offset].render() if offset < leo else "nothing"
+        out.append(
+            Violation(
+                "AckedNotLost",
+                f"committed {value}@{epoch} at offset {offset} is gone from leader {leader_id} (has {have})",
             )
+        )
+    if len(state.committed) >= SMALL // 2:
+        _memo(state)["AckedNotLost"] = (leader_id, log, state.committed, lost)
     return out
 
 
@@ -94,6 +155,21 @@ def consumer_below_hw(state: State) -> list[Violation]:
         for offset, _, _ in c.records
         if offset >= c.hw
     ]
+
+
+def _consumer_below_hw_incremental(state: State, before: State) -> list[Violation]:
+    """ConsumerBelowHw: the consumer's outcome changes only on a ``consume`` step; the
+    same outcome object has the same violations as when ``before`` was checked."""
+    consumed = state.consumed
+    if consumed is None or len(consumed.records) < SMALL:  # cheaper to look than to remember
+        return consumer_below_hw(state)
+    previous = _memo(before).get("ConsumerBelowHw")
+    if previous is not None and previous[0] is state.consumed:
+        result: list[Violation] = previous[1]
+    else:
+        result = consumer_below_hw(state)
+    _memo(state)["ConsumerBelowHw"] = (state.consumed, result)
+    return list(result)
 
 
 def one_leader_per_epoch(state: State) -> list[Violation]:
@@ -138,8 +214,7 @@ STATE_INVARIANTS: dict[str, Callable[[State], list[Violation]]] = {
 def leader_hw_monotonic(before: State, after: State) -> list[Violation]:
     """LeaderHwMonotonic: a leader's HW never decreases while it leads one epoch."""
     out = []
-    for old in before.replicas:
-        new = after.replica(old.id)
+    for old, new in zip(before.replicas, after.replicas, strict=True):
         same_term = (
             old.online
             and new.online
@@ -159,8 +234,7 @@ def epochs_increase(before: State, after: State) -> list[Violation]:
         out.append(
             Violation("EpochsIncrease", f"controller epoch {before.controller.epoch} -> {after.controller.epoch}")
         )
-    for old in before.replicas:
-        new = after.replica(old.id)
+    for old, new in zip(before.replicas, after.replicas, strict=True):
         if new.leader_epoch < old.leader_epoch:
             out.append(Violation("EpochsIncrease", f"{old.id} epoch {old.leader_epoch} -> {new.leader_epoch}"))
     return out
@@ -172,11 +246,19 @@ TRANSITION_INVARIANTS: dict[str, Callable[[State, State], list[Violation]]] = {
 }
 
 
-def check(state: State, before: State | None = None) -> list[Violation]:
-    """All violations in ``state`` (and of the step from ``before`` to it, if given)."""
+def check(state: State, before: State | None = None, *, incremental: bool = True) -> list[Violation]:
+    """All violations in ``state`` (and of the step from ``before`` to it, if given).
+
+    With ``incremental`` (the default) and ``before``, the history invariants look only
+    at what changed since ``before`` was checked; the result is the same."""
     out: list[Violation] = []
-    for fn in STATE_INVARIANTS.values():
-        out += fn(state)
+    for name, fn in STATE_INVARIANTS.items():
+        if name == "AckedNotLost" and before is not None and incremental:
+            out += _acked_not_lost_incremental(state, before)
+        elif name == "ConsumerBelowHw" and incremental and before is not None:
+            out += _consumer_below_hw_incremental(state, before)
+        else:
+            out += fn(state)
     if before is not None:
         for tfn in TRANSITION_INVARIANTS.values():
             out += tfn(before, state)

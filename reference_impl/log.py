@@ -1,16 +1,34 @@
-"""A replica's log as an immutable tuple of records, and the few operations on it.
+"""A replica's log: an immutable sequence of records with O(1) append and truncation.
 
 Offsets are positions: the record at offset ``o`` is ``log[o]`` (the model never
 deletes a log prefix, so the log start offset is always 0). The log end offset (LEO)
 is ``len(log)``.
+
+A ``Log`` is a view of the first ``n`` records of a buffer that only ever grows at its
+end. Views never see past their own ``n``, so appending to the buffer in place, when the
+view ends where the buffer ends, changes no existing log: every ``Log`` value stays what
+it was. Truncation is a shorter view of the same buffer. A view that must grow where the
+buffer already holds other records takes the same records if they are the very objects
+being appended (a follower appending what it fetched from a leader whose log shares the
+buffer) and copies its prefix into a new buffer otherwise (after a divergence). Logs
+that share a buffer agree on their common prefix, which makes comparing them O(1) in the
+common case (``same_prefix``).
+
+Going on from an older state (a model checker's branch, a replay from a kept state) is
+still correct, but the first append of each branch copies the log once, and its
+followers' logs then have buffers of their own: comparing them (the StrongIsr invariant)
+costs O(length) again on that branch.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
+from typing import Any, overload
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Record:
     """One record: the value a producer sent and the leader epoch it was written in."""
 
@@ -22,27 +40,92 @@ class Record:
         return f"{self.value}@{self.epoch}"
 
 
-Log = tuple[Record, ...]
+class Log(Sequence[Record]):
+    """The first ``len(self)`` records of a shared, grow-only buffer (see the module doc)."""
+
+    __slots__ = ("_buf", "end")
+
+    def __init__(self, buf: list[Record] | None = None, n: int | None = None) -> None:
+        self._buf: list[Record] = [] if buf is None else buf
+        self.end: int = len(self._buf) if n is None else n
+        """The number of records: the log end offset (LEO)."""
+
+    @classmethod
+    def of(cls, records: Sequence[Record]) -> Log:
+        """A log holding ``records`` in a buffer of its own."""
+        return cls(list(records))
+
+    def __len__(self) -> int:
+        return self.end
+
+    @overload
+    def __getitem__(self, index: int) -> Record: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Record, ...]: ...
+    def __getitem__(self, index: int | slice) -> Record | tuple[Record, ...]:
+        if isinstance(index, slice):
+            start, stop, stride = index.indices(self.end)
+            return tuple(self._buf[start:stop:stride])
+        if index < 0:
+            index += self.end
+        if not 0 <= index < self.end:
+            raise IndexError("log offset out of range")
+        return self._buf[index]
+
+    def __iter__(self) -> Iterator[Record]:
+        return islice(self._buf, self.end)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Log):
+            if self.end != other.end:
+                return False
+            return self._buf is other._buf or self._buf[: self.end] == other._buf[: other.end]
+        if isinstance(other, tuple):
+            return tuple(self) == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"Log({list(self)!r})"
+
+    def extend(self, records: Sequence[Record]) -> Log:
+        """This log with ``records`` appended (amortised O(len(records)))."""
+        k = len(records)
+        if not k:
+            return self
+        buf, n = self._buf, self.end
+        if len(buf) == n:
+            buf.extend(records)
+            return Log(buf, n + k)
+        if len(buf) >= n + k and all(buf[n + i] is record for i, record in enumerate(records)):
+            return Log(buf, n + k)
+        fresh = buf[:n]
+        fresh.extend(records)
+        return Log(fresh, n + k)
+
+    def truncate(self, offset: int) -> Log:
+        """Remove every record at or above ``offset`` (Kafka ``Log.truncateTo``)."""
+        offset = max(0, offset)
+        return self if offset >= self.end else Log(self._buf, offset)
+
+    def read(self, start: int, end: int | None = None) -> tuple[Record, ...]:
+        """Records in ``[start, end)`` (``end`` defaults to, and is capped at, the LEO)."""
+        stop = self.end if end is None or end > self.end else end
+        return tuple(self._buf[start:stop]) if start < stop else ()
+
+    def same_prefix(self, other: Log, n: int) -> bool:
+        """``self[:n] == other[:n]``: O(1) when the logs share their buffer."""
+        if n > self.end or n > other.end:
+            return self[:n] == other[:n]
+        return self._buf is other._buf or self._buf[:n] == other._buf[:n]
 
 
-def leo(log: Log) -> int:
-    """The log end offset: the offset the next record will get."""
-    return len(log)
-
-
-def append(log: Log, records: tuple[Record, ...]) -> Log:
-    return log + records
-
-
-def truncate_to(log: Log, offset: int) -> Log:
-    """Remove every record at or above ``offset`` (Kafka ``Log.truncateTo``)."""
-    return log[: max(0, offset)]
-
-
-def read(log: Log, start: int, end: int | None = None) -> tuple[Record, ...]:
-    """Records in ``[start, end)`` (``end`` defaults to the LEO)."""
-    return log[start:end]
-
-
-def render(log: Log) -> list[str]:
+def render(log: Sequence[Record]) -> list[str]:
     return [record.render() for record in log]
+
+
+def as_log(records: Any) -> Log:
+    """A ``Log`` from any sequence of records (tests and tools build logs this way)."""
+    return records if isinstance(records, Log) else Log.of(tuple(records))

@@ -7,57 +7,75 @@ records a producer's outcome and the history of committed records.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from .draft import Draft
 from .messages import PendingProduce
-from .state import ProduceOutcome, State
+from .state import ProduceOutcome
 from .values import evolve
 
 
-def record_outcome(state: State, outcome: ProduceOutcome) -> State:
+def record_outcome(d: Draft, outcome: ProduceOutcome) -> None:
     """Add a producer's outcome, or update it in place (outcomes keep send order)."""
-    if any(o.id == outcome.id for o in state.produces):
-        return evolve(state, produces=tuple(outcome if o.id == outcome.id else o for o in state.produces))
-    return evolve(state, produces=(*state.produces, outcome))
+    position = d.produces.find(outcome.id)
+    if position is None:
+        d.produces = d.produces.append(outcome)
+    else:
+        d.produces = d.produces.replace(position, outcome)
 
 
-def commit(state: State, records: tuple[tuple[int, str, int], ...]) -> State:
-    new = tuple(r for r in records if r not in state.committed)
-    return evolve(state, committed=state.committed + new) if new else state
+def outcome_of(d: Draft, produce_id: str) -> ProduceOutcome:
+    position = d.produces.find(produce_id)
+    if position is None:
+        raise KeyError(produce_id)
+    return d.produces[position]
 
 
-def maybe_complete_produces(state: State, leader_id: str) -> State:
+def commit(d: Draft, records: Sequence[tuple[int, str, int]]) -> None:
+    """Add records acknowledged or consumed to the committed history (once each)."""
+    new = d.committed.missing(records)
+    if new:
+        d.committed = d.committed.extend(new)
+
+
+def _remove(d: Draft, pending: PendingProduce) -> None:
+    d.pending_produces = tuple(p for p in d.pending_produces if p != pending)
+
+
+def maybe_complete_produces(d: Draft, leader_id: str) -> None:
     """PRODUCE-5: a waiting acks=all produce completes once the leader's HW reaches its
     end offset: acked, or NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
     ``min.insync.replicas`` meanwhile."""
-    leader = state.replica(leader_id)
-    for pending in state.pending_produces:
+    leader = d.replica(leader_id)
+    for pending in list(d.pending_produces):
         if pending.leader != leader_id or leader.hw < pending.required_offset:
             continue
-        outcome = next(o for o in state.produces if o.id == pending.id)
-        enough = len(state.controller.isr) >= state.config.min_insync_replicas
+        outcome = outcome_of(d, pending.id)
+        enough = len(d.controller.isr) >= d.config.min_insync_replicas
         status = "acked" if enough else "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
-        state = evolve(state, pending_produces=tuple(p for p in state.pending_produces if p != pending))
-        state = record_outcome(state, evolve(outcome, status=status))
-        state = state.fire("PRODUCE-5")
+        _remove(d, pending)
+        record_outcome(d, evolve(outcome, status=status))
+        d.fire("PRODUCE-5")
         if enough:
-            state = commit(state, outcome.records)
-    return state
+            commit(d, outcome.records)
 
 
-def fail_pending_produces(state: State, leader_id: str, error: str, rule: str) -> State:
+def fail_pending_produces(d: Draft, leader_id: str, error: str, rule: str) -> None:
     """PRODUCE-6: the leader crashed (NETWORK_EXCEPTION) or stopped leading
     (NOT_LEADER_OR_FOLLOWER): its waiting produces end with that error."""
-    for pending in state.pending_produces:
+    for pending in list(d.pending_produces):
         if pending.leader != leader_id:
             continue
-        outcome = next(o for o in state.produces if o.id == pending.id)
-        state = evolve(state, pending_produces=tuple(p for p in state.pending_produces if p != pending))
-        state = record_outcome(state, evolve(outcome, status=error)).fire(rule)
-    return state
+        outcome = outcome_of(d, pending.id)
+        _remove(d, pending)
+        record_outcome(d, evolve(outcome, status=error))
+        d.fire(rule)
 
 
-def expire_produce(state: State, pending: PendingProduce) -> State:
+def expire_produce(d: Draft, pending: PendingProduce) -> None:
     """PRODUCE-7: an acks=all produce still waiting at its deadline gets REQUEST_TIMED_OUT
     (the records stay in the log and may still be committed later)."""
-    outcome = next(o for o in state.produces if o.id == pending.id)
-    state = evolve(state, pending_produces=tuple(p for p in state.pending_produces if p != pending))
-    return record_outcome(state, evolve(outcome, status="REQUEST_TIMED_OUT")).fire("PRODUCE-7")
+    outcome = outcome_of(d, pending.id)
+    _remove(d, pending)
+    record_outcome(d, evolve(outcome, status="REQUEST_TIMED_OUT"))
+    d.fire("PRODUCE-7")

@@ -7,34 +7,35 @@ its cache and HW consequences) each have exactly one implementation.
 from __future__ import annotations
 
 from . import epoch_cache
-from . import log as logmod
-from .state import State
+from .draft import Draft
 from .values import evolve
 
 
-def set_hw(state: State, replica_id: str, new_hw: int) -> State:
+def set_hw(d: Draft, replica_id: str, new_hw: int) -> None:
     """Write a replica's in-memory HW; CKPT-1: with a checkpoint interval of 0 the
     checkpoint file is written on every change (the seeds' assumption)."""
-    replica = state.replica(replica_id)
+    replica = d.replica(replica_id)
     if new_hw == replica.hw:
-        return state
-    if state.config.replica_high_watermark_checkpoint_interval_ms == 0:
-        return state.with_replica(evolve(replica, hw=new_hw, checkpoint_hw=new_hw)).fire("CKPT-1")
-    return state.with_replica(evolve(replica, hw=new_hw))
+        return
+    if d.config.replica_high_watermark_checkpoint_interval_ms == 0:
+        d.put(evolve(replica, hw=new_hw, checkpoint_hw=new_hw))
+        d.fire("CKPT-1")
+        return
+    d.put(evolve(replica, hw=new_hw))
 
 
-def truncate(state: State, replica_id: str, offset: int, *, rule: str) -> State:
+def truncate(d: Draft, replica_id: str, offset: int, *, rule: str) -> None:
     """TRUNC-1: cut the log at ``offset``, drop epoch-cache entries at or above it,
     and clamp the HW to the new LEO (Kafka ``Log.truncateTo``)."""
-    replica = state.replica(replica_id)
-    state = state.fire(rule)
+    replica = d.replica(replica_id)
+    d.fire(rule)
     if offset >= replica.leo:
-        return state
-    new_log = logmod.truncate_to(replica.log, offset)
+        return
+    new_log = replica.log.truncate(offset)
     new_cache = epoch_cache.truncate_from_end(replica.epoch_cache, len(new_log))
-    state = state.with_replica(evolve(replica, log=new_log, epoch_cache=new_cache)).fire("TRUNC-1")
+    d.put(evolve(replica, log=new_log, epoch_cache=new_cache))
+    d.fire("TRUNC-1")
     if new_cache != replica.epoch_cache:
-        state = state.fire("EPOCH-CACHE-2")
+        d.fire("EPOCH-CACHE-2")
     if replica.hw > len(new_log):
-        state = set_hw(state, replica_id, len(new_log))
-    return state
+        set_hw(d, replica_id, len(new_log))

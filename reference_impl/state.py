@@ -1,7 +1,9 @@
 """The state of one partition: replicas, controller, messages in flight, the clock.
 
-Every value is immutable. Actions build a new ``State`` with ``values.evolve``;
-nothing is ever mutated, so a state can be kept, compared and replayed.
+Every value is immutable: a step reads one ``State`` and builds one new ``State``
+(``draft.py``), so a state can be kept, compared and replayed. The histories that only
+grow (logs, producer outcomes, committed records) are persistent sequences (``log.py``,
+``history.py``) so a step's cost does not depend on how long they are.
 
 Variables are grouped as in the spec (``spec/replication.md`` section "State"):
 per replica (``Replica``), the leader's view of each follower (``FollowerProgress``),
@@ -13,12 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from operator import itemgetter
 
 from .config import Config
 from .epoch_cache import EpochCache
-from .log import Log
+from .history import History
+from .log import Log, Record
 from .messages import EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
-from .values import evolve
 
 
 class Role(StrEnum):
@@ -82,10 +85,10 @@ class Replica:
 
     @property
     def leo(self) -> int:
-        return len(self.log)
+        return self.log.end
 
     def follower(self, replica_id: str) -> FollowerProgress:
-        for entry in self.progress:
+        for entry in self.progress:  # at most two entries: a loop beats an index
             if entry.replica == replica_id:
                 return entry
         raise KeyError(replica_id)
@@ -131,29 +134,62 @@ class State:
     epoch_responses: tuple[EpochResponse, ...]
     leader_and_isr: tuple[LeaderAndIsr, ...]
     pending_produces: tuple[PendingProduce, ...]
-    produces: tuple[ProduceOutcome, ...]
+    produces: History[ProduceOutcome]
+    """Every produce's outcome in send order; ``produces.find(id)`` finds one by id."""
     consumed: ConsumeOutcome | None
     unclean_elections: int
     """History variable: how many unclean elections happened (AckedNotLost is void after one)."""
     power_failures: int
     """History variable: crashes that lost unflushed records (AckedNotLost is void after one)."""
-    committed: tuple[tuple[int, str, int], ...]
+    committed: History[tuple[int, str, int]]
     """History variable: ``(offset, value, epoch)`` of records acknowledged to an acks=all
     producer or returned to a consumer. Would not exist in an implementation."""
     fired: tuple[str, ...]
     """The spec rules the last step fired, in order (for ``explain`` and rule coverage)."""
 
     def replica(self, replica_id: str) -> Replica:
-        for replica in self.replicas:
-            if replica.id == replica_id:
-                return replica
-        raise KeyError(replica_id)
+        return self.replicas[self.config.position[replica_id]]
 
-    def with_replica(self, replica: Replica) -> State:
-        return evolve(
-            self,
-            replicas=tuple(replica if r.id == replica.id else r for r in self.replicas),
+    def is_current_leader(self, replica: Replica) -> bool:
+        """A live replica that believes it leads, in the epoch the controller has now."""
+        ctrl = self.controller
+        return (
+            replica.online
+            and replica.role is Role.LEADER
+            and replica.leader_epoch == ctrl.epoch
+            and ctrl.leader == replica.id
         )
 
-    def fire(self, *rules: str) -> State:
-        return evolve(self, fired=self.fired + rules)
+
+MEMO = "_memo"
+"""Where a state keeps results computed from it (``invariants.py``); not a field, never
+copied to another state (``Draft``, ``evolve``)."""
+
+
+def produce_key(outcome: ProduceOutcome) -> str:
+    return outcome.id
+
+
+_offset = itemgetter(0)
+
+
+def empty_produces() -> History[ProduceOutcome]:
+    return History(produce_key)
+
+
+def empty_committed() -> History[tuple[int, str, int]]:
+    return History(_offset)  # found by offset (cheap to hash), compared whole
+
+
+__all__ = [
+    "ConsumeOutcome",
+    "Controller",
+    "FetchState",
+    "FollowerProgress",
+    "Log",
+    "ProduceOutcome",
+    "Record",
+    "Replica",
+    "Role",
+    "State",
+]

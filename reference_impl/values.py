@@ -15,9 +15,13 @@ T = TypeVar("T")
 
 def evolve(value: T, **changes: Any) -> T:
     fresh = object.__new__(type(value))
-    fresh.__dict__.update(value.__dict__)
+    old = value.__dict__
+    new = fresh.__dict__
+    new.update(old)
     for name in changes:
-        if name not in value.__dict__:
+        if name not in old:
             raise TypeError(f"{type(value).__name__} has no field {name!r}")
-    fresh.__dict__.update(changes)
+    new.update(changes)
+    if "_memo" in new:  # results computed from the old value (state.MEMO)
+        del new["_memo"]
     return fresh

@@ -9,7 +9,7 @@ from helpers import bundled_fixtures
 from conformance.fixtures import Fixture
 from conformance.in_process import ReferenceAdapter
 from conformance.runner import run_fixture
-from reference_impl import Generation, apply, check, initial_state
+from reference_impl import Generation, StepRejected, apply, check, initial_state
 
 FIXTURES = bundled_fixtures()
 
@@ -26,10 +26,12 @@ def _violations(fixture: Fixture) -> list[str]:
     found: list[str] = []
     for fs in fixture.steps:
         before = state
-        try:
-            state = apply(state, fs.step)
-        except Exception:
+        if fs.expect_rejected is not None:
+            with pytest.raises(StepRejected) as rejected:
+                apply(state, fs.step)
+            assert rejected.value.rule == fs.expect_rejected, (fixture.id, fs.index)
             continue
+        state = apply(state, fs.step)
         found += [str(v) for v in check(state, before)]
     return found
 
@@ -60,7 +62,8 @@ def test_hw_truncation_stories_break_an_invariant(fixture_id: str, invariant: st
 def _final_logs(fixture: Fixture) -> dict[str, list[str]]:
     state = initial_state(fixture.config)
     for fs in fixture.steps:
-        state = apply(state, fs.step)
+        if fs.expect_rejected is None:
+            state = apply(state, fs.step)
     return {r.id: [x.render() for x in r.log] for r in state.replicas}
 
 

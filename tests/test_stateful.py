@@ -3,14 +3,18 @@ and a wrong implementation yields a shrunk witness that replays as a failing fix
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
+from typing import Any
 
 from zoo import ZOO
 
+from conformance.adapter import StepResult
 from conformance.fixtures import load_fixture_file
 from conformance.in_process import ReferenceAdapter
+from conformance.registry import resolve
 from conformance.runner import run_fixtures
-from conformance.stateful import fuzz, witness_fixture
+from conformance.stateful import fuzz, fuzz_all, witness_fixture
 from reference_impl import Generation
 
 
@@ -23,7 +27,8 @@ def test_a_mutant_yields_a_witness_that_replays_as_a_failure(tmp_path: Path) -> 
     mutant = ZOO["no-purgatory"]
     trace = fuzz(mutant(), Generation.LEADER_EPOCH, examples=100, steps=20, derandomize=True)
     assert trace is not None
-    assert trace.steps == [{"kind": "fetch", "replica": "B"}]  # shrunk to the step that shows the bug
+    # shrunk to the step that shows the bug
+    assert [(s["kind"], s["replica"]) for s in trace.steps] == [("fetch", "B")]
     path = tmp_path / "witness.yaml"
     path.write_text(witness_fixture(trace))
     fixtures = load_fixture_file(path)
@@ -31,3 +36,58 @@ def test_a_mutant_yields_a_witness_that_replays_as_a_failure(tmp_path: Path) -> 
     assert [r.outcome for r in results] == ["failed"]
     _, results = run_fixtures(ReferenceAdapter(), "reference", fixtures)
     assert [r.outcome for r in results] == ["passed"]
+
+
+class TwoDefects(ReferenceAdapter):
+    """Two independent defects: the clock runs one ms fast, and a produce reports an HW
+    above the LEO on the follower."""
+
+    def step(self, step: dict[str, Any]) -> StepResult:
+        result = super().step(step)
+        if result.observation is None:
+            return result
+        obs = result.observation
+        if step["kind"] == "tick":
+            obs = {**obs, "clock_ms": obs["clock_ms"] + 1}
+        if step["kind"] == "produce":
+            reps = {k: dict(v) for k, v in obs["replicas"].items()}
+            reps["B"]["hw"] = reps["B"]["leo"] + 1
+            obs = {**obs, "replicas": reps}
+        return StepResult(observation=obs, fired=result.fired)
+
+
+def test_every_distinct_failure_is_its_own_shrunk_witness() -> None:
+    """hypothesis finds several distinct failures in one search: each comes back shrunk with
+    its own reason and witness, and nothing crashes."""
+    report = fuzz_all(TwoDefects(), Generation.LEADER_EPOCH, examples=100, steps=10, derandomize=True)
+    by_signature = {f.signature: f for f in report.failures}
+    assert len(by_signature) == len(report.failures) >= 2
+    assert "exact:clock_ms" in by_signature
+    assert "safety:SAFE-HW-LE-LEO" in by_signature or "exact:replicas.*.hw" in by_signature
+    tick = by_signature["exact:clock_ms"]
+    assert [s["kind"] for s in tick.trace.steps] == ["tick"]  # shrunk
+    assert "clock_ms: reference" in tick.reason
+    for n, failure in enumerate(report.failures):
+        assert _loads(witness_fixture(failure.trace, f"w{n}", failure.reason))
+    assert report.exercised.steps["tick"] > 0 and report.exercised.rules["TICK-1"] > 0
+
+
+def test_the_safety_level_needs_no_agreement_and_names_the_invariant() -> None:
+    correct = fuzz_all(
+        resolve("shape-round-only"), Generation.LEADER_EPOCH, examples=40, steps=20, derandomize=True, level="settled"
+    )
+    assert correct.failures == []
+    assert correct.exercised.steps["fetch_round"] > 0  # whole rounds are proposed when split steps are lacking
+    broken = fuzz_all(
+        resolve("shape-hw-decrease"), Generation.LEADER_EPOCH, examples=60, steps=20, derandomize=True, level="safety"
+    )
+    assert broken.failures and all(f.signature.startswith("safety:SAFE-") for f in broken.failures)
+    reason = broken.failures[0].reason
+    assert "safety property SAFE-" in reason and "rules fired by the reference" in reason
+
+
+def _loads(text: str) -> list[object]:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "w.yaml"
+        path.write_text(text)
+        return list(load_fixture_file(path))

@@ -14,9 +14,18 @@ from unittest import mock
 import reference_impl
 from conformance.adapter import StepResult
 from conformance.in_process import ReferenceAdapter
-from reference_impl import State, leader, replica_ops
+from reference_impl import State, fetch_purgatory, isr, replica_ops
+from reference_impl.draft import Draft
 from reference_impl.state import Role
 from reference_impl.values import evolve
+
+
+def on_draft(state: State, change: Callable[[Draft], None]) -> State:
+    """``state`` after ``change`` made on a draft of it (its fired rules kept)."""
+    draft = Draft(state)
+    draft.fired = list(state.fired)
+    change(draft)
+    return draft.freeze()
 
 
 class Mutant(ReferenceAdapter):
@@ -71,7 +80,7 @@ class TruncateToHwOnRestart(Mutant):
         if step["kind"] != "restart":
             return after
         replica = after.replica(step["replica"])
-        return replica_ops.truncate(after, replica.id, replica.hw, rule="TRUNC-HW-1")
+        return on_draft(after, lambda d: replica_ops.truncate(d, replica.id, replica.hw, rule="TRUNC-HW-1"))
 
 
 class NoEpochStartCheck(Mutant):
@@ -79,17 +88,18 @@ class NoEpochStartCheck(Mutant):
 
     @contextmanager
     def patch(self) -> Iterator[None]:
-        original = leader.maybe_expand_isr
+        original = isr.maybe_expand_isr
 
-        def expand(state: State, leader_id: str, follower_id: str) -> State:
-            lead = state.replica(leader_id)
+        def expand(d: Draft, leader_id: str, follower_id: str) -> None:
+            lead = d.replica(leader_id)
             leo = lead.follower(follower_id).remote_leo if lead.role is Role.LEADER else None
-            if follower_id in state.controller.isr or leo is None or leo < lead.hw:
-                return original(state, leader_id, follower_id)
-            isr = tuple(r for r in state.config.replicas if r in state.controller.isr or r == follower_id)
-            return evolve(state, controller=evolve(state.controller, isr=isr))
+            if follower_id in d.controller.isr or leo is None or leo < lead.hw:
+                original(d, leader_id, follower_id)
+                return
+            members = tuple(r for r in d.config.replicas if r in d.controller.isr or r == follower_id)
+            d.controller = evolve(d.controller, isr=members)
 
-        with mock.patch.object(leader, "maybe_expand_isr", expand):
+        with mock.patch.object(isr, "maybe_expand_isr", expand):
             yield
 
 
@@ -97,9 +107,13 @@ class NoPurgatory(Mutant):
     """No fetch purgatory: a fetch with nothing to read is answered at once."""
 
     def after(self, before: State, after: State, step: dict[str, Any]) -> State:
-        for parked in [p for p in after.parked_fetches if p not in before.parked_fetches]:
-            after = leader.complete_parked_fetch(after, parked, "FETCH-PARK-3")
-        return after
+        new = [p for p in after.parked_fetches if p not in before.parked_fetches]
+
+        def complete(d: Draft) -> None:
+            for parked in new:
+                fetch_purgatory.complete_parked_fetch(d, parked, "FETCH-PARK-3")
+
+        return on_draft(after, complete) if new else after
 
 
 ZOO: dict[str, Callable[[], Mutant]] = {

@@ -48,6 +48,9 @@ def render(
         tables.append(views.matrix(doc))
     if rules:
         tables += [views.rules(doc), views.culprits(doc)]
+    counts = views.failure_counts(doc)
+    if counts.rows:
+        tables.append(counts)
     out = [_render(t, fmt, heading, color) for t in tables]
     failures = views.failures(doc)
     if failures:

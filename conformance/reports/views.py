@@ -20,6 +20,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from ..levels import highest_level
+
 STATUS_MARK = {"PASS": "pass", "FAIL": "FAIL", "ERROR": "ERROR", "SKIP": "skip", "XFAIL": "xfail", "XPASS": "XPASS"}
 
 
@@ -76,10 +78,12 @@ def summary(doc: dict[str, Any]) -> Table:
             unexpected[r["implementation"]] += 1
     rows = []
     for impl in doc["implementations"]:
+        own = [r for r in doc["results"] if r["implementation"] == impl["id"]]
         rows.append(
             [_impl_label(impl)]
             + [_counts_cell(per[(impl["id"], g)]) for g in groups]
             + [_counts_cell(total[impl["id"]]), str(unexpected[impl["id"]])]
+            + [highest_level([r.get("levels") or {} for r in own]), _checked_cell(own)]
         )
     n_fix = len(doc["fixtures"])
     note = (
@@ -89,7 +93,19 @@ def summary(doc: dict[str, Any]) -> Table:
     skips = Counter(_skip_kind(r["reason"]) for r in doc["results"] if r["outcome"] == "skipped")
     if skips:
         note += "; skipped: " + ", ".join(f"{n} {kind}" for kind, n in skips.most_common())
-    return Table("Summary", ["implementation", *groups, "total", "unexpected"], rows, note)
+    level = (doc["run"].get("selection") or {}).get("level")
+    if level:
+        note += f"; outcomes judged at level {level}"
+    headers = ["implementation", *groups, "total", "unexpected", "level met", "expectations checked"]
+    return Table("Summary", headers, rows, note)
+
+
+def _checked_cell(results: list[dict[str, Any]]) -> str:
+    """``n of m``: the fixtures' expectations this implementation was held to (coarsening and
+    capabilities leave some out)."""
+    checked = sum(r.get("checked", 0) for r in results if r["outcome"] != "skipped")
+    total = sum(r.get("expectations", 0) for r in results)
+    return f"{checked} of {total}" if total else "-"
 
 
 def _skip_kind(reason: str) -> str:
@@ -102,13 +118,22 @@ def _skip_kind(reason: str) -> str:
 
 
 def matrix(doc: dict[str, Any]) -> Table:
-    status = {(r["implementation"], r["fixture"]): r["status"] for r in doc["results"]}
+    """One cell per fixture and implementation: the status, and "n/m" when only n of the
+    fixture's m expectations could be checked (coarsening, capabilities)."""
+    by_key = {(r["implementation"], r["fixture"]): r for r in doc["results"]}
     impls = [i["id"] for i in doc["implementations"]]
-    rows = [
-        [f["id"], f["generation"]] + [STATUS_MARK.get(status.get((i, f["id"]), ""), "") for i in impls]
-        for f in doc["fixtures"]
-    ]
-    return Table("Fixtures", ["fixture", "generation", *impls], rows)
+
+    def cell(r: dict[str, Any] | None) -> str:
+        if r is None:
+            return ""
+        mark = STATUS_MARK.get(r["status"], "")
+        checked, total = r.get("checked", 0), r.get("expectations", 0)
+        if r["outcome"] != "skipped" and total and checked != total:
+            mark += f" {checked}/{total}"
+        return mark
+
+    rows = [[f["id"], f["generation"]] + [cell(by_key.get((i, f["id"]))) for i in impls] for f in doc["fixtures"]]
+    return Table("Fixtures", ["fixture", "generation", *impls], rows, "n/m: n of the fixture's m expectations checked")
 
 
 def rules(doc: dict[str, Any]) -> Table:
@@ -203,5 +228,46 @@ def failures(doc: dict[str, Any], include_expected: bool = False) -> list[Table]
             note += f"; step says: {d['why'].strip()}"
         if r["status"] == "XFAIL":
             note += f"; expected to fail: {r['expected_reason']}"
+        later = sorted({f["step"] for f in r.get("failures") or [] if f["step"] != d.get("step")})
+        if later:
+            note += f"; also diverges at steps {', '.join(map(str, later))} (results file: failures)"
+        if r.get("stopped"):
+            note += f"; {r['stopped']}"
+        levels = r.get("levels") or {}
+        if r.get("level") == "exact" and levels.get("settled") == "passed":
+            note += "; meets settled: the outcomes converge, so this is a difference of timing (docs/levels.md)"
+        if r.get("expectations") and r.get("checked") != r.get("expectations"):
+            note += f"; {r['checked']} of {r['expectations']} expectations checked"
         out.append(Table(title, ["step", "field", "expected", "actual"], rows, note))
     return out
+
+
+def failure_counts(doc: dict[str, Any]) -> Table:
+    """Every divergence of every failed fixture (not only the first), counted per spec rule
+    the reference fired at that step and per safety property: where the failures cluster."""
+    per: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    for r in doc["results"]:
+        if r["outcome"] != "failed":
+            continue
+        seen: set[tuple[str, str, int]] = set()
+        for f in r.get("failures") or []:
+            if f.get("level") == "settled" and r.get("level") == "exact":
+                continue  # the same difference, already counted at exact
+            keys = [("property", f["property"])] if f.get("property") else [("rule", x) for x in f.get("rules") or []]
+            for key in keys:
+                if (key[0], key[1], f["step"]) in seen:
+                    continue  # one count per step, however many fields differ there
+                seen.add((key[0], key[1], f["step"]))
+                per[key][r["implementation"]] += 1
+    impls = sorted({i for c in per.values() for i in c})
+    rows = [
+        [kind, name] + [str(per[(kind, name)][i] or "") for i in impls]
+        for (kind, name) in sorted(per, key=lambda k: (k[0] != "property", -sum(per[k].values()), k[1]))
+    ]
+    return Table(
+        "Failures by safety property and by rule",
+        ["", "property / rule", *impls],
+        rows,
+        "divergent steps (every one, not only the first of each fixture); a rule is one the reference fired at "
+        "that step",
+    )

@@ -1,0 +1,230 @@
+"""Judging one fixture on one implementation at every level at once, without stopping at
+the first difference.
+
+The fixture is first lowered to the steps the implementation has (``coarsen.plan``). Then
+each step is sent; the answer's observation is normalised (``conventions``) and
+
+- checked by the safety monitor (``safety``: every level includes it);
+- compared with the fixture's kept expectations (``exact``): every differing step is
+  recorded with the rules the reference fired there;
+- at quiescent points, checked against the set of reference states the visible steps can
+  reach (``settle``: the ``settled`` level).
+
+The run stops only where states can no longer be compared: the implementation refused a
+step the reference performs, or performed one the reference refuses, or could not answer;
+the record says so. The caller turns the verdicts into the fixture's outcome at the level
+it selected.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .adapter import Adapter, Description
+from .coarsen import Plan, PlanStep
+from .compare import MISSING, all_divergences
+from .conventions import adjust_expected, normalise
+from .fixtures import Fixture
+from .levels import settled_part
+from .safety import SafetyMonitor
+from .schemas import first_error
+from .settle import Frontier
+from .wire import wire_step
+
+SPLIT_KINDS = ("fetch", "deliver_fetch", "epoch_request", "deliver_epoch", "deliver_leader_and_isr")
+
+
+class CannotAnswer(Exception):
+    """The implementation failed to answer (the fixture is errored)."""
+
+    def __init__(self, reason: str, detail: str = "", steps_run: int = 0) -> None:
+        super().__init__(reason)
+        self.reason, self.detail, self.steps_run = reason, detail, steps_run
+
+
+@dataclass
+class Judgement:
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    """Every divergence: ``level`` (exact / settled / safety), step, kind, line, field,
+    expected, actual, rules (for safety: ``property``)."""
+    checked: int = 0
+    expectations: int = 0
+    notes: list[str] = field(default_factory=list)
+    stopped: str = ""
+    steps_run: int = 0
+    observed: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """The implementation's observation (as sent) at each fixture step number with a failure."""
+
+    def verdicts(self, safety_only: bool = False) -> dict[str, str | None]:
+        levels = {f["level"] for f in self.failures}
+        safe = "failed" if "safety" in levels else "passed"
+        if safety_only:
+            return {"exact": None, "settled": None, "safety": safe}
+        settled = "failed" if levels & {"settled", "safety", "stop"} else "passed"
+        exact = "failed" if levels else "passed"
+        return {"exact": exact, "settled": settled, "safety": safe}
+
+
+def _show(value: Any) -> Any:
+    return "(not reported)" if value is MISSING else value
+
+
+def _roles(observation: dict[str, Any] | None) -> dict[str, str]:
+    reps = (observation or {}).get("replicas") or {}
+    return {name: str(r["role"]) for name, r in reps.items() if isinstance(r, dict) and r.get("role")}
+
+
+def judge(
+    adapter: Adapter,
+    description: Description,
+    fixture: Fixture,
+    lowered: Plan,
+    comparable: Any,
+    trace: list[tuple[str, ...]] | None = None,
+    safety_only: bool = False,
+    check_shape: bool = True,
+) -> Judgement:
+    """Run ``fixture`` on ``adapter`` (already reset) and judge it. Raises ``CannotAnswer``."""
+    result = Judgement(expectations=lowered.expectations, notes=list(lowered.notes), stopped=lowered.stopped)
+    result.checked = lowered.checked
+    monitor = SafetyMonitor(fixture.config.replicas, fixture.generation.value)
+    lacking = frozenset(k for k in SPLIT_KINDS if k not in description.steps)
+    frontier = Frontier(lowered.initial, lacking) if lowered.initial is not None and not safety_only else None
+    steps_by_index = {fs.index: fs for fs in fixture.steps}
+    produced = 0
+    observation: dict[str, Any] | None = None
+    shape_checked = False
+    last_check = max((n for n, ps in enumerate(lowered.steps) if ps.checks), default=-1)
+    raw: dict[str, Any] | None = None
+    noted = 0
+
+    def note_observed() -> None:
+        nonlocal noted
+        for failure in result.failures[noted:]:
+            result.observed.setdefault(failure["step"], raw or {})
+        noted = len(result.failures)
+
+    for n, ps in enumerate(lowered.steps):
+        note_observed()
+        fs = steps_by_index[ps.covers[0]] if ps.covers else steps_by_index[_next_cover(lowered, n)]
+        rules = list(trace[fs.index]) if trace is not None and fs.index < len(trace) else []
+        where = {"step": fs.number, "kind": fs.step.kind, "line": fs.line, "why": fs.why or "", "rules": rules}
+        if ps.internal:
+            if frontier is not None:
+                frontier.step(ps.step, ps.state, internal=True)
+        else:
+            do = wire_step(ps.step, produced)
+            try:
+                answer = adapter.step(do)
+            except Exception as exc:
+                from .runner import _fault
+
+                message, detail = _fault(exc)
+                raise CannotAnswer(
+                    f"step {fs.number} ({fs.step.kind}) at {fixture.path}:{fs.line}: {message}", detail, fs.index
+                ) from None
+            result.steps_run = fs.number
+            raw = answer.observation
+            if answer.rejected is None and do["kind"] == "produce":
+                produced += 1
+            if answer.rejected is not None or ps.rejected is not None:
+                if safety_only:
+                    if answer.rejected is None and answer.observation is not None:
+                        observation = normalise(answer.observation, description, fixture.config.replicas)
+                        _safety(result, monitor, do, observation, where)
+                    continue
+                if (answer.rejected is None) != (ps.rejected is None):
+                    expected = "accepted" if ps.rejected is None else f"rejected ({ps.rejected})"
+                    rule = f" [{answer.rule}]" if answer.rule else ""
+                    actual = "accepted" if answer.rejected is None else f"rejected{rule}: {answer.rejected}"
+                    result.failures.append(
+                        {**where, "level": "stop", "field": "(step)", "expected": expected, "actual": actual}
+                    )
+                    result.stopped = (
+                        f"step {fs.number} ({fs.step.kind}): {actual} where the reference is {expected}; "
+                        "the states can no longer be compared, so the run ends here"
+                    )
+                    break
+                if frontier is not None:
+                    frontier.step(ps.step, None)
+                continue
+            if answer.observation is None:
+                raise CannotAnswer(f"step {fs.number} ({fs.step.kind}) at {fixture.path}:{fs.line}: no observation")
+            if check_shape and not shape_checked:
+                shape_checked = True
+                problem = first_error(answer.observation, "definitions", "observation")
+                if problem is not None:
+                    raise CannotAnswer(
+                        f"step {fs.number} ({fs.step.kind}) at {fixture.path}:{fs.line}: the observation does not "
+                        f"fit the protocol schema (spec/adapter-messages.schema.json, observation): {problem}",
+                        "observation: " + json.dumps(answer.observation)[:2000],
+                        fs.number,
+                    )
+            observation = normalise(answer.observation, description, fixture.config.replicas)
+            _safety(result, monitor, do, observation, where)
+            if frontier is not None:
+                frontier.step(ps.step, ps.state)
+        if safety_only or observation is None:
+            continue
+        for check in ps.checks:
+            if not check.expect:
+                continue
+            cfs = steps_by_index[check.index]
+            cwhere = {**where, "step": cfs.number, "kind": cfs.step.kind, "line": cfs.line, "why": cfs.why or ""}
+            if trace is not None and check.index < len(trace):
+                cwhere["rules"] = list(trace[check.index])
+            expected = comparable(adjust_expected(check.expect, description, observation, _roles(ps.observation)))
+            for d in all_divergences(expected, observation):
+                result.failures.append(
+                    {**cwhere, "level": "exact", "field": d.path, "expected": d.expected, "actual": _show(d.actual)}
+                )
+            quiescent = n == last_check or _quiescent(ps.observation)
+            part = settled_part(expected)
+            if frontier is not None and quiescent and part and not frontier.match(part, observation):
+                for d in all_divergences(part, observation):
+                    result.failures.append(
+                        {
+                            **cwhere,
+                            "level": "settled",
+                            "field": d.path,
+                            "expected": d.expected,
+                            "actual": _show(d.actual),
+                            "note": "no reference path with these visible steps (and up to 2 internal steps "
+                            "after each) reaches this",
+                        }
+                    )
+    note_observed()
+    return result
+
+
+def _next_cover(lowered: Plan, n: int) -> int:
+    for ps in lowered.steps[n:]:
+        if ps.covers:
+            return ps.covers[0]
+    return lowered.steps[n - 1].covers[-1] if n else 0
+
+
+def _quiescent(observation: dict[str, Any] | None) -> bool:
+    flight = (observation or {}).get("in_flight") or {}
+    return not any(flight.get(k) for k in ("fetch_responses", "epoch_responses", "leader_and_isr"))
+
+
+def _safety(
+    result: Judgement, monitor: SafetyMonitor, do: dict[str, Any], observation: dict[str, Any], where: dict[str, Any]
+) -> None:
+    for finding in monitor.observe(do, observation):
+        result.failures.append(
+            {
+                **where,
+                "level": "safety",
+                "field": finding.property,
+                "property": finding.property,
+                "expected": "holds",
+                "actual": finding.detail,
+            }
+        )
+
+
+__all__ = ["CannotAnswer", "Judgement", "PlanStep", "judge"]

@@ -1,0 +1,56 @@
+"""Conformance levels: how strictly an implementation is held to the reference.
+
+- ``exact``: after every step, every stated field the implementation reports equals the
+  fixture's expectation (the reference's step-by-step behaviour);
+- ``settled``: only at quiescent points (no fetch answer, epoch answer or LeaderAndIsr in
+  flight on the reference's run, and the last checked step), only on outcome fields
+  (``SETTLED_FIELDS``), and an observation passes if *some* reference path with the same
+  visible steps plus a bounded number of internal steps reaches it (``settle.py``);
+- ``safety``: no reference at all: the invariants of ``safety.py`` on the implementation's
+  own observations.
+
+Every level includes the safety properties: an implementation meets ``exact`` only if it is
+also safe. A results record keeps the verdict at each level, so a report shows the highest
+level an implementation meets whichever level was selected.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+LEVELS = ("exact", "settled", "safety")
+"""Strictest first."""
+
+SETTLED_FIELDS = ("leader", "leader_epoch", "isr", "producer", "consumer", "replicas")
+SETTLED_REPLICA_FIELDS = ("online", "role", "leader", "leader_epoch", "leo", "hw", "log", "epoch_cache")
+
+
+def settled_part(expect: dict[str, Any]) -> dict[str, Any]:
+    """The outcome fields of an expectation (what ``settled`` compares)."""
+    out: dict[str, Any] = {}
+    for key, value in expect.items():
+        if key not in SETTLED_FIELDS:
+            continue
+        if key == "replicas" and isinstance(value, dict):
+            reps = {
+                name: {f: v for f, v in fields_.items() if f in SETTLED_REPLICA_FIELDS}
+                for name, fields_ in value.items()
+            }
+            reps = {name: f for name, f in reps.items() if f}
+            if reps:
+                out[key] = reps
+        else:
+            out[key] = value
+    return out
+
+
+def highest_level(verdicts: list[dict[str, str | None]]) -> str:
+    """The strictest level every fixture meets (``none`` if even ``safety`` fails; ``-`` when
+    nothing was judged). ``verdicts``: per fixture, level -> ``passed`` / ``failed`` / None."""
+    judged = [v for v in verdicts if any(v.get(level) for level in LEVELS)]
+    if not judged:
+        return "-"
+    for level in LEVELS:
+        if all(v.get(level) in ("passed", None) for v in judged) and any(v.get(level) for v in judged):
+            return level
+    return "none"

@@ -1,0 +1,190 @@
+"""The adapter SDK: connect an existing implementation to kconform with five callbacks.
+
+Everything that is protocol and not replication is done here: the ``hello`` handshake and
+version, ``seq`` numbers, one JSON line each way, errors as ``ok: false`` with the
+traceback on stderr, refusals as ``rejected`` (your own precondition exceptions listed in
+``refusals``), and kconform's produce ids mapped to your own request handles. What is left
+to write is the mapping (spec/adapter-protocol.md; a complete example:
+examples/toy_broker_adapter.py)::
+
+    class MyAdapter(sdk.Adapter):
+        name, generations = "my-broker", ("leader-epoch",)
+        steps = ("produce", "fetch_round", "tick")
+        fields, replica_fields = ("replicas",), ("leo", "hw")
+
+        def reset(self, config): ...           # 1. a fresh partition
+        def step(self, step): ...              # 2. apply one step (raise sdk.Refused to refuse)
+        def observe(self): ...                 # 3. the observation after it
+        def describe(self): ...                # 4. optional: extra capabilities
+        def close(self): ...                   # 5. optional: release
+
+    if __name__ == "__main__":
+        sdk.serve(MyAdapter())                 # stdio: kconform run --impl 'exec:python3 my.py'
+
+``sdk.in_process(MyAdapter())`` gives the same adapter as a ``conformance`` adapter, for
+``--impl module:factory``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from typing import Any, TextIO
+
+from .adapter import ACCEPTED_PROTOCOLS, PROTOCOL_VERSION, StepResult
+from .adapter import Adapter as _Seam
+from .adapter import AdapterError as _AdapterError
+from .adapter import Description as _Description
+
+
+class Refused(Exception):
+    """Raise from ``step`` when the step's precondition does not hold in this state."""
+
+    def __init__(self, reason: str, rule: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason, self.rule = reason, rule
+
+
+class ProduceIds:
+    """kconform's produce ids (``p1``, ...) and your own handles for the same requests."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[str, Any] = {}
+
+    def bind(self, produce_id: str, handle: Any) -> None:
+        self.by_id[produce_id] = handle
+
+    def statuses(self, status_of: Any) -> dict[str, str]:
+        """``{produce id: status}``, from ``status_of(handle) -> str``."""
+        return {pid: status_of(handle) for pid, handle in self.by_id.items()}
+
+
+class Adapter:
+    """Subclass and fill in: the capabilities as class attributes, and the callbacks."""
+
+    name = "my-implementation"
+    version = "0"
+    language = "python"
+    generations: tuple[str, ...] = ("leader-epoch",)
+    steps: tuple[str, ...] = ()
+    fields: tuple[str, ...] = ()
+    replica_fields: tuple[str, ...] = ()
+    refusals: tuple[type[BaseException], ...] = ()
+    """Your own exceptions that mean "not possible in this state": answered as ``rejected``."""
+
+    def __init__(self) -> None:
+        self.produce_ids = ProduceIds()
+
+    def describe(self) -> dict[str, Any]:
+        """Extra capabilities (``role_fields``, ``step_fields``, ``conventions``)."""
+        return {}
+
+    def reset(self, config: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def step(self, step: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def observe(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what the implementation holds."""
+
+    # --- what the SDK does with them ---------------------------------------------------
+
+    def implementation(self) -> dict[str, Any]:
+        caps: dict[str, Any] = {
+            "steps": list(self.steps),
+            "fields": list(self.fields),
+            "replica_fields": list(self.replica_fields),
+        }
+        caps.update(self.describe())
+        return {
+            "name": self.name,
+            "version": self.version,
+            "language": self.language,
+            "generations": list(self.generations),
+            "capabilities": caps,
+        }
+
+    def _reset(self, config: dict[str, Any]) -> None:
+        self.produce_ids = ProduceIds()
+        self.reset(config)
+
+    def _step(self, step: dict[str, Any]) -> dict[str, Any]:
+        """The reply body for one step: an observation or a refusal."""
+        try:
+            self.step(step)
+        except Refused as exc:
+            return {"rejected": {"reason": exc.reason, **({"rule": exc.rule} if exc.rule else {})}}
+        except self.refusals as exc:
+            return {"rejected": {"reason": str(exc) or type(exc).__name__}}
+        return {"observation": self.observe()}
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        """One request -> one reply (without ``seq``)."""
+        cmd = request.get("cmd")
+        if cmd == "hello":
+            asked = request.get("protocol")
+            version = asked if asked in ACCEPTED_PROTOCOLS else PROTOCOL_VERSION
+            return {"ok": True, "protocol": version, "implementation": self.implementation()}
+        if cmd == "reset":
+            self._reset(request["config"])
+            return {"ok": True}
+        if cmd == "step":
+            return {"ok": True, **self._step(request["step"])}
+        if cmd == "close":
+            self.close()
+            return {"ok": True}
+        return {"ok": False, "error": f"unknown command {cmd!r}"}
+
+
+def serve(adapter: Adapter, stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:
+    """Answer kconform's requests on stdin until ``close`` or end of input."""
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    for line in stdin:
+        if not line.strip():
+            continue
+        seq = None
+        try:
+            request = json.loads(line)
+            seq = request.get("seq")
+            reply = adapter.handle(request)
+        except Exception as exc:  # any failure is the implementation's: report it, keep serving
+            traceback.print_exc(file=sys.stderr)
+            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        stdout.write(json.dumps({"seq": seq, **reply}, separators=(",", ":")) + "\n")
+        stdout.flush()
+        if isinstance(request, dict) and request.get("cmd") == "close":
+            return
+
+
+class _InProcess(_Seam):
+    def __init__(self, adapter: Adapter) -> None:
+        self.adapter = adapter
+
+    def describe(self) -> _Description:
+        return _Description.from_dict(self.adapter.implementation())
+
+    def reset(self, config: dict[str, Any]) -> None:
+        try:
+            self.adapter._reset(config)
+        except Exception as exc:
+            raise _AdapterError(f"reset failed: {type(exc).__name__}: {exc}", traceback.format_exc()) from None
+
+    def step(self, step: dict[str, Any]) -> StepResult:
+        reply = self.adapter._step(step)
+        if "rejected" in reply:
+            return StepResult(rejected=reply["rejected"]["reason"], rule=reply["rejected"].get("rule"))
+        return StepResult(observation=reply["observation"])
+
+    def close(self) -> None:
+        self.adapter.close()
+
+
+def in_process(adapter: Adapter) -> _Seam:
+    """The same adapter, driven in this process (``--impl module:factory``)."""
+    return _InProcess(adapter)

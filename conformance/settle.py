@@ -1,0 +1,121 @@
+"""Trace validation for the ``settled`` level (Cirstea, Kuppe, Loillier, Merz, 2024:
+"Validating Traces of Distributed Programs Against TLA+ Specifications").
+
+The spec leaves some timing open: a parked fetch may be answered as soon as the leader
+likes (``replica.fetch.wait.max.ms`` is an upper bound), and an implementation without
+split steps receives an answer whenever it arrives. So instead of one reference state,
+kconform keeps the *set* of reference states that the visible steps sent so far can reach
+with up to ``INTERNAL_BOUND`` internal steps after each of them. Internal steps are:
+
+- a parked fetch answered now (FETCH-PARK-3 before its deadline);
+- an answer delivered now (``deliver_fetch``, ``deliver_epoch``, ``deliver_leader_and_isr``),
+  only for kinds the implementation cannot be sent (it does them by itself).
+
+At a checkpoint the set keeps the states whose outcome fields match the implementation's
+observation; none matching is a ``settled`` failure (the set is then left as it was, so the
+run goes on). The set is capped at ``FRONTIER_CAP`` states, the plain reference path first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+from reference_impl import State, Step, StepRejected, apply, observe
+from reference_impl.steps import DeliverEpoch, DeliverFetch, DeliverLeaderAndIsr, Tick
+
+from .compare import first_divergence
+
+INTERNAL_BOUND = 2
+FRONTIER_CAP = 64
+
+
+def answer_parked_now(state: State, follower: str | None = None) -> list[State]:
+    """Each parked fetch (of ``follower``, or of anyone) completed at the current time, one
+    successor per fetch.
+
+    Done with the reference's own timer (the fetch's deadline moved to now, then ``tick 0``):
+    the completion reads the records and the HW as FETCH-PARK-3 says. This is the one place
+    outside ``reference_impl`` that reads the state's message fields (``State`` is public)."""
+    out = []
+    for parked in state.parked_fetches:
+        if parked.deadline_ms <= state.clock_ms or (follower is not None and parked.follower != follower):
+            continue
+        moved = tuple(replace(p, deadline_ms=state.clock_ms) if p is parked else p for p in state.parked_fetches)
+        try:
+            out.append(apply(replace(state, parked_fetches=moved), Tick(0)))
+        except StepRejected:
+            continue
+    return out
+
+
+def _deliveries(state: State, lacking: frozenset[str]) -> list[State]:
+    out = []
+    candidates: list[Step] = []
+    if "deliver_fetch" in lacking:
+        candidates += [DeliverFetch(m.dst) for m in state.fetch_responses]
+    if "deliver_epoch" in lacking:
+        candidates += [DeliverEpoch(m.dst) for m in state.epoch_responses]
+    if "deliver_leader_and_isr" in lacking:
+        candidates += [DeliverLeaderAndIsr(m.dst) for m in state.leader_and_isr]
+    for step in dict.fromkeys(candidates):
+        try:
+            out.append(apply(state, step))
+        except StepRejected:
+            continue
+    return out
+
+
+def internal_successors(state: State, lacking: frozenset[str]) -> list[State]:
+    return answer_parked_now(state) + _deliveries(state, lacking)
+
+
+class Frontier:
+    """The reference states consistent with what the implementation showed so far."""
+
+    def __init__(self, start: State, lacking: Iterable[str]) -> None:
+        self.lacking = frozenset(lacking)
+        self.states: list[State] = self._expand([start])
+
+    def _expand(self, states: list[State]) -> list[State]:
+        seen: dict[State, None] = dict.fromkeys(states)
+        layer = list(states)
+        for _ in range(INTERNAL_BOUND):
+            nxt = []
+            for s in layer:
+                for t in internal_successors(s, self.lacking):
+                    if t not in seen and len(seen) < FRONTIER_CAP:
+                        seen[t] = None
+                        nxt.append(t)
+            layer = nxt
+        return list(seen)
+
+    def step(self, step: Step, main: State | None, internal: bool = False) -> None:
+        """Apply a visible step (or, ``internal``, one the implementation did by itself)."""
+        moved = []
+        for s in self.states:
+            try:
+                moved.append(apply(s, step))
+            except StepRejected:
+                continue
+        if internal:
+            moved += self.states  # it may have happened earlier, already
+        if main is not None and main not in moved:
+            moved.insert(0, main)
+        self.states = self._expand(list(dict.fromkeys(moved)))
+
+    def match(self, expected: dict[str, Any], observed: dict[str, Any]) -> bool:
+        """Whether some state shows ``observed`` on the fields ``expected`` names; keep those."""
+        keep = [s for s in self.states if first_divergence(_restrict(observe(s), expected), observed) is None]
+        if keep:
+            self.states = keep
+            return True
+        return False
+
+
+def _restrict(obs: Any, shape: Any) -> Any:
+    """``obs`` cut down to the keys of ``shape`` (both mappings, recursively)."""
+    if isinstance(shape, dict) and isinstance(obs, dict):
+        return {k: _restrict(obs.get(k), v) for k, v in shape.items() if k in obs}
+    return obs

@@ -1,0 +1,48 @@
+"""When and how far a leader's HW moves (HW-LEADER-1, HW-LEADER-2).
+
+The formula itself is ``hw.leader_hw``; this module decides which LEOs count and
+completes the acks=all produces the new HW satisfies.
+"""
+
+from __future__ import annotations
+
+from . import hw
+from .draft import Draft
+from .purgatory import maybe_complete_produces
+from .replica_ops import set_hw
+from .state import Replica, Role
+
+
+def counted_leos(d: Draft, leader: Replica) -> list[int | None]:
+    """HW-LEADER-2: the LEOs that bound the leader's HW.
+
+    hw-truncation (0.10 ``Partition.maybeIncrementLeaderHW``): the leader and the ISR.
+    Epoch generations (0.11+): also followers caught up within ``replica.lag.time.max.ms``
+    that are not (yet) in the ISR, so a catching-up follower is not outrun.
+    """
+    isr = d.controller.isr
+    lag = d.config.replica_lag_time_max_ms
+    counts_caught_up = d.profile.hw_counts_caught_up
+    now = d.clock_ms
+    leos: list[int | None] = [leader.leo]
+    for progress in leader.progress:
+        caught_up = (
+            counts_caught_up and progress.last_caught_up_ms is not None and now - progress.last_caught_up_ms <= lag
+        )
+        if caught_up or progress.replica in isr:
+            leos.append(progress.remote_leo)
+    return leos
+
+
+def maybe_increment_hw(d: Draft, leader_id: str) -> None:
+    """HW-LEADER-1: the leader's HW becomes max(HW, min(counted LEOs)); then any
+    acks=all produce whose offset is now below the HW completes (PRODUCE-5)."""
+    leader = d.replica(leader_id)
+    if not leader.online or leader.role is not Role.LEADER:
+        return
+    new_hw = hw.leader_hw(leader.hw, counted_leos(d, leader))
+    if new_hw == leader.hw:
+        return
+    set_hw(d, leader_id, new_hw)
+    d.fire("HW-LEADER-1", "HW-LEADER-2")
+    maybe_complete_produces(d, leader_id)

@@ -1,0 +1,69 @@
+"""The in-sync replica set, as the leader keeps it: followers join (ISR-EXPAND-*) when a
+fetch shows them caught up, and the periodic ``isr-expiration`` task drops the lagging
+ones (ISR-SHRINK-*)."""
+
+from __future__ import annotations
+
+from .draft import Draft
+from .hw_advance import maybe_increment_hw
+from .state import Replica
+from .values import evolve
+
+
+def maybe_expand_isr(d: Draft, leader_id: str, follower_id: str) -> None:
+    """ISR-EXPAND-1: a follower outside the ISR whose LEO reached the leader's HW joins.
+    ISR-EXPAND-2 (epoch generations, KAFKA-7128): its LEO must also have reached the
+    start offset of the leader's current epoch."""
+    leader = d.replica(leader_id)
+    if not d.is_current_leader(leader) or follower_id in d.controller.isr:
+        return
+    follower_leo = leader.follower(follower_id).remote_leo
+    if follower_leo is None or follower_leo < leader.hw:
+        return
+    rules = ["ISR-EXPAND-1"]
+    if d.profile.isr_join_needs_epoch_start:
+        epoch_start = next(
+            (start for epoch, start in leader.epoch_cache if epoch == leader.leader_epoch),
+            None,
+        )
+        if epoch_start is None or follower_leo < epoch_start:
+            return
+        rules.append("ISR-EXPAND-2")
+    isr = d.controller.isr
+    new_isr = tuple(r for r in d.config.replicas if r in isr or r == follower_id)
+    d.controller = evolve(d.controller, isr=new_isr)
+    d.fire(*rules)
+
+
+def out_of_sync_followers(d: Draft, leader: Replica) -> list[str]:
+    """ISR-SHRINK-1 (hw-truncation, 0.10): not caught up for more than the lag time.
+    ISR-SHRINK-2 (epoch generations, 2.x ``isFollowerOutOfSync``): and its LEO differs
+    from the leader's."""
+    lag = d.config.replica_lag_time_max_ms
+    spares_at_leo = d.profile.shrink_spares_follower_at_leo
+    out = []
+    for progress in leader.progress:
+        if progress.replica not in d.controller.isr:
+            continue
+        lagging = progress.last_caught_up_ms is None or d.clock_ms - progress.last_caught_up_ms > lag
+        if spares_at_leo:
+            lagging = lagging and progress.remote_leo != leader.leo
+        if lagging:
+            out.append(progress.replica)
+    return out
+
+
+def maybe_shrink_isr(d: Draft, leader_id: str) -> None:
+    """ISR-SHRINK-*: the leader's periodic ``isr-expiration`` task drops lagging followers,
+    then retries the HW (a smaller ISR may let it advance)."""
+    leader = d.replica(leader_id)
+    if not d.is_current_leader(leader):
+        return
+    lagging = out_of_sync_followers(d, leader)
+    if not lagging:
+        return
+    rule = "ISR-SHRINK-2" if d.profile.shrink_spares_follower_at_leo else "ISR-SHRINK-1"
+    new_isr = tuple(r for r in d.controller.isr if r not in lagging)
+    d.controller = evolve(d.controller, isr=new_isr)
+    d.fire(rule)
+    maybe_increment_hw(d, leader_id)

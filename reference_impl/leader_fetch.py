@@ -1,0 +1,131 @@
+"""A leader handling a follower's fetch: fence, check divergence, read, record the
+follower's progress, then the ISR and the HW (FETCH-LEADER-*)."""
+
+from __future__ import annotations
+
+from . import epoch_cache, isr
+from .draft import Draft
+from .fetch_purgatory import read_end
+from .hw_advance import maybe_increment_hw
+from .messages import ParkedFetch
+from .network import answer, respond
+from .state import FollowerProgress, Replica, Role
+from .values import evolve
+
+
+def fencing_error(receiver: Replica, request_epoch: int, fences_epochs: bool) -> str | None:
+    """FETCH-LEADER-1 / EPOCH-LEADER-1: KIP-320 current-epoch fencing, then leadership.
+
+    Epoch generations compare the request's current leader epoch with the receiver's
+    (``Partition.localLogWithEpochOrThrow``) before checking it leads."""
+    if fences_epochs:
+        if request_epoch < receiver.leader_epoch:
+            return "FENCED_LEADER_EPOCH"
+        if request_epoch > receiver.leader_epoch:
+            return "UNKNOWN_LEADER_EPOCH"
+    if receiver.role is not Role.LEADER:
+        return "NOT_LEADER_OR_FOLLOWER"
+    return None
+
+
+def _update_follower_progress(d: Draft, leader: Replica, follower_id: str, fetch_offset: int) -> None:
+    """FETCH-LEADER-5: record the follower's fetch (remote LEO, caught-up time)."""
+    now = d.clock_ms
+    old = leader.follower(follower_id)
+    caught_up = old.last_caught_up_ms
+    rule = ""
+    if d.profile.caught_up_from_previous_fetch:
+        # 2.x Replica.updateFetchState: caught up to the LEO now, or to the LEO the
+        # leader had at the previous fetch (then as of that fetch's time).
+        if fetch_offset >= leader.leo:
+            caught_up = now if caught_up is None else max(caught_up, now)
+            rule = "ISR-CAUGHT-UP-2"
+        elif (
+            old.last_fetch_leader_leo is not None
+            and old.last_fetch_ms is not None
+            and fetch_offset >= old.last_fetch_leader_leo
+        ):
+            caught_up = old.last_fetch_ms if caught_up is None else max(caught_up, old.last_fetch_ms)
+            rule = "ISR-CAUGHT-UP-2"
+    elif fetch_offset >= leader.leo:
+        # 0.10 Replica.updateLogReadResult: caught up only when it read to the log end.
+        caught_up = now
+        rule = "ISR-CAUGHT-UP-1"
+    new = FollowerProgress(
+        replica=follower_id,
+        remote_leo=fetch_offset,
+        last_caught_up_ms=caught_up,
+        last_fetch_leader_leo=leader.leo,
+        last_fetch_ms=now,
+    )
+    progress = tuple(new if p.replica == follower_id else p for p in leader.progress)
+    d.put(evolve(leader, progress=progress))
+    d.fire("FETCH-LEADER-5")
+    if rule:
+        d.fire(rule)
+
+
+def handle_fetch(
+    d: Draft,
+    leader_id: str,
+    follower_id: str,
+    fetch_offset: int,
+    request_epoch: int,
+    last_fetched_epoch: int | None,
+    incarnation: int,
+    max_records: int | None = None,
+) -> None:
+    """Leader ``leader_id`` handles a fetch from ``follower_id`` at ``fetch_offset``."""
+    leader = d.replica(leader_id)
+    profile = d.profile
+    # The request as the purgatory would hold it; every answer is addressed from it.
+    request = ParkedFetch(
+        follower=follower_id,
+        leader=leader_id,
+        request_epoch=request_epoch,
+        fetch_offset=fetch_offset,
+        deadline_ms=d.clock_ms + d.config.replica_fetch_wait_max_ms,
+        incarnation=incarnation,
+        max_records=max_records,
+    )
+
+    error = fencing_error(leader, request_epoch, profile.fences_request_epochs)
+    if error is not None:
+        d.fire("FETCH-LEADER-1")
+        respond(d, answer(request, hw=leader.hw, error=error))
+        return
+
+    hw_at_read = leader.hw  # FETCH-LEADER-3: sampled before this fetch updates anything
+
+    if profile.fetch_carries_last_epoch and last_fetched_epoch is not None:
+        # FETCH-LEADER-2: Partition.readRecords compares the follower's last fetched
+        # epoch with the leader's cache; a divergence is answered instead of records,
+        # and the follower's fetch state is left alone.
+        epoch, end = epoch_cache.end_offset_for(leader.epoch_cache, last_fetched_epoch, leader.leo)
+        d.fire("FETCH-LEADER-2")
+        if epoch < last_fetched_epoch or end < fetch_offset:
+            respond(d, answer(request, hw=hw_at_read, diverging_epoch=(epoch, end)))
+            return
+
+    if fetch_offset > leader.leo:
+        # FETCH-LEADER-4: the follower asks beyond the leader's log.
+        d.fire("FETCH-LEADER-4")
+        respond(d, answer(request, hw=leader.hw, error="OFFSET_OUT_OF_RANGE", leader_leo=leader.leo))
+        return
+
+    records = leader.log.read(fetch_offset, read_end(fetch_offset, max_records))
+    previous_leo = leader.follower(follower_id).remote_leo
+    d.fire("FETCH-LEADER-3")
+    _update_follower_progress(d, leader, follower_id, fetch_offset)
+    isr.maybe_expand_isr(d, leader_id, follower_id)
+    # HW-LEADER-1: 2.7+ retries the HW only when the follower's LEO moved
+    # (Partition.updateFollowerFetchState); 0.10 and 0.11 retry on every fetch.
+    if not profile.hw_retry_only_when_leo_moved or previous_leo != fetch_offset:
+        maybe_increment_hw(d, leader_id)
+
+    if not records:
+        # FETCH-PARK-1: nothing to send (fetch.min.bytes = 1): park in purgatory.
+        d.parked_fetches = (*d.parked_fetches, request)
+        d.fire("FETCH-PARK-1")
+        return
+    respond(d, answer(request, records=records, hw=hw_at_read))

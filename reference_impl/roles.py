@@ -1,0 +1,79 @@
+"""A broker taking the role a LeaderAndIsr (or its restart) gives it: leader (LAI-2) or
+follower (LAI-3). Shared by the controller and the broker's restart."""
+
+from __future__ import annotations
+
+from . import epoch_cache
+from .draft import Draft
+from .hw_advance import maybe_increment_hw
+from .replica_ops import truncate
+from .state import FetchState, FollowerProgress, Role
+from .values import evolve
+
+
+def become_leader(d: Draft, replica_id: str, epoch: int) -> None:
+    """LAI-2: the replica starts leading at ``epoch``.
+
+    Epoch generations record ``(epoch, LEO)`` in the cache at once (KIP-279, so a
+    follower with later-epoch entries can still truncate right). The leader's view of
+    each follower is reset: remote LEO unknown (-1) for a new leader, ISR members
+    counted as caught up now (``Replica.resetReplicaState``). Then the HW may move, since
+    the ISR may be down to the leader alone.
+    """
+    replica = d.replica(replica_id)
+    now = d.clock_ms
+    was_leader = replica.role is Role.LEADER
+    cache = replica.epoch_cache
+    if d.profile.keeps_epoch_cache:
+        cache = epoch_cache.assign(cache, epoch, replica.leo)
+        d.fire("EPOCH-CACHE-1")
+    isr = d.controller.isr
+    progress = tuple(
+        FollowerProgress(
+            replica=other,
+            remote_leo=replica.follower(other).remote_leo if was_leader else None,
+            last_caught_up_ms=now if other in isr else None,
+            last_fetch_leader_leo=replica.leo,
+            last_fetch_ms=now,
+        )
+        for other in d.config.replicas
+        if other != replica_id
+    )
+    d.put(
+        evolve(
+            replica,
+            role=Role.LEADER,
+            leader=replica_id,
+            leader_epoch=epoch,
+            epoch_cache=cache,
+            progress=progress,
+        )
+    )
+    d.fire("LAI-2")
+    maybe_increment_hw(d, replica_id)
+
+
+def become_follower(d: Draft, replica_id: str, leader_id: str, epoch: int) -> None:
+    """LAI-3: the replica follows ``leader_id`` at ``epoch``.
+
+    hw-truncation: if the leader changed, it truncates to its own HW (TRUNC-HW-1).
+    leader-epoch: it must ask OffsetsForLeaderEpoch first (fetch state ``truncating``).
+    diverging-epoch: it fetches at once; the leader reports any divergence.
+    """
+    replica = d.replica(replica_id)
+    leader_changed = replica.leader != leader_id or replica.role is not Role.FOLLOWER
+    profile = d.profile
+    fetch_state = FetchState.TRUNCATING if profile.asks_epoch_before_fetch else FetchState.FETCHING
+    d.put(
+        evolve(
+            replica,
+            role=Role.FOLLOWER,
+            leader=leader_id,
+            leader_epoch=epoch,
+            fetch_state=fetch_state,
+            progress=(),
+        )
+    )
+    d.fire("LAI-3")
+    if profile.truncates_to_hw_on_follow and leader_changed:
+        truncate(d, replica_id, replica.hw, rule="TRUNC-HW-1")
