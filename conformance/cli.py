@@ -719,6 +719,10 @@ def build_parser() -> argparse.ArgumentParser:
     dif.add_argument("new", type=Path, help="the later results file")
     dif.add_argument("--format", choices=["terminal", "json"], default="terminal", help="(default: terminal)")
     dif.set_defaults(func=cmd_diff)
+
+    from .corpus.cli import add_commands  # generate, replay (corpora at scale)
+
+    add_commands(sub)
     return parser
 
 

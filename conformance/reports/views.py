@@ -61,6 +61,10 @@ def _counts_cell(counter: Counter[str]) -> str:
 
 
 def summary(doc: dict[str, Any]) -> Table:
+    if "corpus" in doc:  # a corpus replay: totals, not one record per trace
+        from . import corpus
+
+        return corpus.summary(doc)
     fixtures = {f["id"]: f for f in doc["fixtures"]}
     groups = sorted({f["group"] for f in doc["fixtures"]})
     per: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
@@ -134,6 +138,10 @@ def matrix(doc: dict[str, Any]) -> Table:
 
 def rules(doc: dict[str, Any]) -> Table:
     """Per rule and implementation: fixtures passed / fixtures run that exercise it."""
+    if "corpus" in doc:
+        from . import corpus
+
+        return corpus.rules(doc)
     impls = [i["id"] for i in doc["implementations"]]
     passed: dict[tuple[str, str], int] = Counter()
     ran: dict[tuple[str, str], int] = Counter()

@@ -1,0 +1,193 @@
+"""Totals over a corpus replay, mergeable in any order, and the results document built from them.
+
+Each split yields one ``Aggregate``; backends merge them (Spark with ``reduce`` on the
+executors' partials), so nothing proportional to the corpus reaches the driver: counts
+per implementation, shape and outcome; per-rule coverage (traces that exercise a rule)
+and failures (traces that failed while exercising it, and those whose divergent step
+fired it); steps run; and the first N failures in corpus order (file, line), the same
+N whatever the backend or partitioning.
+
+``document`` turns the totals into a results document of the usual shape
+(``conformance/results.py``): ``results`` and ``fixtures`` hold the first failures,
+and a ``corpus`` section holds the totals, which the report views use for the summary
+and rule tables.
+"""
+
+from __future__ import annotations
+
+import heapq
+import platform
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import reference_impl
+
+from ..results import FORMAT_VERSION
+
+FIRST_FAILURES = 100
+"""Failures kept (with their trace ids) for the report; all are in the per-trace results."""
+
+RULE_FIELDS = ("traces", "passed", "failed", "errored", "diverged_at")
+
+OrderKey = tuple[str, int, str, int]
+"""(file, line, trace id, implementation position): corpus order."""
+
+
+@dataclass
+class Aggregate:
+    keep: int = FIRST_FAILURES
+    counts: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    """(implementation, shape, status) -> traces (PASS, FAIL, ERROR, SKIP, XFAIL, XPASS)."""
+    statuses: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """(implementation, status) -> traces."""
+    rules: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    """(implementation, rule) -> [traces, passed, failed, errored, diverged_at]."""
+    steps: Counter[str] = field(default_factory=Counter)
+    duration_ms: Counter[str] = field(default_factory=Counter)
+    malformed: int = 0
+    first: list[tuple[OrderKey, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+    """The first failures: (order, result record, fixture record), sorted."""
+    descriptions: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def results(self) -> int:
+        return sum(self.statuses.values())
+
+    def add(self, order: OrderKey, result: dict[str, Any], fixture: dict[str, Any]) -> None:
+        impl, outcome = result["implementation"], result["outcome"]
+        self.counts[(impl, fixture.get("group", ""), result["status"])] += 1
+        self.statuses[(impl, result["status"])] += 1
+        self.steps[impl] += result.get("steps_run", 0)
+        self.duration_ms[impl] += result.get("duration_ms", 0.0)
+        if outcome != "skipped":
+            diverged = set((result.get("divergence") or {}).get("rules") or ())
+            for rule in result.get("rules", ()):
+                row = self.rules.setdefault((impl, rule), [0, 0, 0, 0, 0])
+                row[0] += 1
+                if outcome == "passed":
+                    row[1] += 1
+                elif outcome == "failed":
+                    row[2] += 1
+                elif outcome == "errored":
+                    row[3] += 1
+                if rule in diverged:
+                    row[4] += 1
+        if result["status"] in ("FAIL", "ERROR", "XPASS"):
+            self._keep((order, result, fixture))
+
+    def add_malformed(self, order: OrderKey, result: dict[str, Any], fixture: dict[str, Any]) -> None:
+        """A corpus line that is not a trace: errored for every implementation."""
+        self.malformed += 1
+        self.add(order, result, fixture)
+
+    def _keep(self, item: tuple[OrderKey, dict[str, Any], dict[str, Any]]) -> None:
+        if len(self.first) < self.keep:
+            self.first.append(item)
+            self.first.sort(key=lambda x: x[0])
+        elif item[0] < self.first[-1][0]:
+            self.first[-1] = item
+            self.first.sort(key=lambda x: x[0])
+
+    def merge(self, other: Aggregate) -> Aggregate:
+        """Add ``other`` into this one (returned, for ``reduce``)."""
+        self.counts.update(other.counts)
+        self.statuses.update(other.statuses)
+        for key, row in other.rules.items():
+            mine = self.rules.setdefault(key, [0, 0, 0, 0, 0])
+            for i, n in enumerate(row):
+                mine[i] += n
+        self.steps.update(other.steps)
+        self.duration_ms.update(other.duration_ms)
+        self.malformed += other.malformed
+        self.first = heapq.nsmallest(self.keep, self.first + other.first, key=lambda x: x[0])
+        for impl, desc in other.descriptions.items():
+            self.descriptions.setdefault(impl, desc)
+        return self
+
+
+def merge(a: Aggregate, b: Aggregate) -> Aggregate:
+    return a.merge(b)
+
+
+OUTCOME_OF = {
+    "PASS": "passed",
+    "FAIL": "failed",
+    "ERROR": "errored",
+    "SKIP": "skipped",
+    "XFAIL": "failed",
+    "XPASS": "passed",
+}
+
+
+def outcome_totals(agg: Aggregate, impl: str | None = None) -> dict[str, int]:
+    """Results per outcome (passed, failed, errored, skipped), for one or every implementation."""
+    out: dict[str, int] = {}
+    for (i, _, status), n in agg.counts.items():
+        if impl is None or i == impl:
+            out[OUTCOME_OF[status]] = out.get(OUTCOME_OF[status], 0) + n
+    return out
+
+
+def unexpected(agg: Aggregate) -> int:
+    return sum(n for (_, status), n in agg.statuses.items() if status in ("FAIL", "ERROR", "XPASS"))
+
+
+def document(
+    agg: Aggregate,
+    impls: list[str],
+    *,
+    started: datetime,
+    duration_s: float,
+    selection: dict[str, Any],
+    corpus: dict[str, Any],
+) -> dict[str, Any]:
+    """The results document of a corpus replay (see the module docstring)."""
+    implementations = []
+    for spec in impls:
+        record: dict[str, Any] = {"id": spec, "duration_s": round(agg.duration_ms[spec] / 1000, 3)}
+        desc = agg.descriptions.get(spec)
+        if desc is None:
+            record.update({"name": spec, "version": "", "error": "the implementation did not describe itself"})
+        else:
+            record.update(desc)
+        implementations.append(record)
+    fixtures: dict[str, dict[str, Any]] = {}
+    results = []
+    for _, result, fixture in agg.first:
+        fixtures.setdefault(fixture["id"], fixture)
+        results.append(result)
+    counts = [
+        {"implementation": impl, "group": group, "status": status, "traces": n}
+        for (impl, group, status), n in sorted(agg.counts.items())
+    ]
+    rules = [
+        {"implementation": impl, "rule": rule, **dict(zip(RULE_FIELDS, row, strict=True))}
+        for (impl, rule), row in sorted(agg.rules.items())
+    ]
+    unexpected_total = unexpected(agg)
+    return {
+        "kconform": {"format": FORMAT_VERSION, "suite_version": reference_impl.__version__},
+        "run": {
+            "started": started.isoformat(timespec="seconds"),
+            "duration_s": round(duration_s, 3),
+            "python": platform.python_version(),
+            "platform": platform.platform(terse=True),
+            "selection": selection,
+        },
+        "implementations": implementations,
+        "fixtures": list(fixtures.values()),
+        "results": results,
+        "corpus": {
+            **corpus,
+            "results_total": agg.results,
+            "malformed_lines": agg.malformed,
+            "steps": dict(agg.steps),
+            "statuses": {f"{impl}/{status}": n for (impl, status), n in sorted(agg.statuses.items())},
+            "counts": counts,
+            "rules": rules,
+            "unexpected": unexpected_total,
+            "failures_shown": len(results),
+        },
+    }

@@ -1,0 +1,398 @@
+"""``kconform generate`` and ``kconform replay``: argument parsing and the two commands.
+
+``add_commands(sub)`` registers both on the main parser (``conformance/cli.py``). Each
+command returns an exit code and reports bad input itself, as one line on stderr with
+exit code 2; Spark is imported only when the spark backend is chosen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import reference_impl
+
+from .. import reports
+from ..adapter import AdapterError
+from ..registry import UnknownImplementation, resolve
+from ..results import write_document
+from ..stdio import DEFAULT_START_TIMEOUT_S, DEFAULT_TIMEOUT_S
+from .aggregate import FIRST_FAILURES, Aggregate, document, merge, outcome_totals, unexpected
+from .backends import BACKENDS, run_tasks
+from .generate import DEFAULT_MIX, GenerateError, PartTask, parse_mix, write_part
+from .progress import Progress
+from .reading import MANIFEST, SPLIT_LINES, CorpusError, corpus_files, count_lines, manifest, plan_splits
+from .replay import ReplayTask, import_roots, replay_split
+
+EPILOG = """\
+exit codes:
+  0  done; for replay: every result as expected
+  1  replay: some result unexpected (FAIL, ERROR or XPASS)
+  2  bad input or set-up: a missing corpus path, an unknown implementation or one that
+     cannot start, an existing --out (generate), no Java for Spark
+
+examples:
+  kconform generate --traces 100000 --seed 1                   out/corpus, gzipped parts
+  kconform replay --corpus out/corpus --impl reference         Spark local[*]
+  kconform replay --corpus out/corpus --impl my_adapter:adapter --backend processes
+  kconform replay --corpus fixtures --impl exec:'./my-broker --stdio' --master spark://127.0.0.1:7077
+  kconform replay --corpus out/corpus --impl my_adapter:adapter --rerun out/replay --save-failures out/shrunk
+  kconform generate --traces 10000 --record-from my_adapter:adapter --out out/recorded
+
+docs: docs/replay.md
+"""
+
+DEFAULT_CORPUS = Path("out/corpus")
+DEFAULT_OUT = Path("out/replay")
+PART_TRACES = 5000
+
+
+class CommandError(Exception):
+    """Bad input or a setup problem: one line on stderr, exit code 2."""
+
+
+def _timeouts(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"exec: implementations: how long to wait for each reply (default: {DEFAULT_TIMEOUT_S:g})",
+    )
+    p.add_argument(
+        "--start-timeout",
+        type=float,
+        default=DEFAULT_START_TIMEOUT_S,
+        metavar="SECONDS",
+        help="exec: implementations: how long a new process may take to answer hello "
+        f"(default: {DEFAULT_START_TIMEOUT_S:g})",
+    )
+
+
+def _backend_options(p: argparse.ArgumentParser, default_backend: str) -> None:
+    p.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default=default_backend,
+        help=f"where the work runs (default: {default_backend})",
+    )
+    p.add_argument(
+        "--master",
+        default="local[*]",
+        help="Spark master: local[N] or spark://HOST:PORT (spark backend; default: local[*])",
+    )
+    p.add_argument("--workers", type=int, help="processes backend: pool size (default: the cores available)")
+    p.add_argument("--no-progress", action="store_true", help="no progress line")
+
+
+def add_commands(sub: Any) -> None:
+    """Register ``generate`` and ``replay`` on the ``kconform`` sub-command parser."""
+    from ..cli import _add_report_options, _Formatter
+
+    gen = sub.add_parser(
+        "generate",
+        help="write a corpus of seeded random traces (JSON Lines, gzipped parts)",
+        description="Seeded random walks over the reference's enabled steps, every expected observation recorded; "
+        "trace N of a seed is the same however the corpus is made.",
+        epilog=EPILOG,
+        formatter_class=_Formatter,
+    )
+    gen.add_argument("--traces", type=int, required=True, help="how many traces")
+    gen.add_argument("--seed", type=int, default=1, help="the corpus seed (default: 1)")
+    gen.add_argument(
+        "--start", type=int, default=0, help="index of the first trace, to regenerate any trace alone (default: 0)"
+    )
+    gen.add_argument("--out", type=Path, default=DEFAULT_CORPUS, help=f"corpus folder (default: {DEFAULT_CORPUS})")
+    gen.add_argument(
+        "--shape",
+        action="append",
+        default=[],
+        metavar="NAME=WEIGHT",
+        help="weight of a trace shape (repeatable; default: "
+        + ", ".join(f"{n}={w:g}" for n, w in DEFAULT_MIX.items())
+        + ")",
+    )
+    gen.add_argument("--record-from", metavar="SPEC", help="record this implementation's observations instead")
+    gen.add_argument(
+        "--part-traces", type=int, default=PART_TRACES, help=f"traces per part file (default: {PART_TRACES})"
+    )
+    gen.add_argument("--no-gzip", action="store_true", help="plain .jsonl parts")
+    gen.add_argument("--force", action="store_true", help="replace an existing corpus in --out")
+    _timeouts(gen)
+    _backend_options(gen, "processes")
+    gen.set_defaults(func=_guard(cmd_generate))
+
+    rep = sub.add_parser(
+        "replay",
+        help="replay a corpus against implementations (Spark, a process pool or inline)",
+        description="Replay every trace of a corpus on each implementation: one result per trace and "
+        "implementation (OUT/traces/part-*.jsonl), the results document (OUT/results.json) and the report.",
+        epilog=EPILOG,
+        formatter_class=_Formatter,
+    )
+    rep.add_argument(
+        "--corpus",
+        action="append",
+        type=Path,
+        required=True,
+        metavar="PATH",
+        help="corpus file or folder: *.jsonl, *.jsonl.gz, YAML fixtures (repeatable)",
+    )
+    rep.add_argument("--impl", action="append", required=True, metavar="SPEC", help="implementation (repeatable)")
+    rep.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default: {DEFAULT_OUT})")
+    rep.add_argument(
+        "--rerun",
+        type=Path,
+        metavar="OUT",
+        help="replay only the traces that failed or errored in an earlier replay's output folder",
+    )
+    rep.add_argument("--save-failures", type=Path, metavar="DIR", help="write failing traces, shrunk, as YAML fixtures")
+    rep.add_argument("--save-limit", type=int, default=20, help="at most this many saved fixtures (default: 20)")
+    rep.add_argument(
+        "--first-failures",
+        type=int,
+        default=FIRST_FAILURES,
+        help=f"failures kept in the report, in corpus order (default: {FIRST_FAILURES})",
+    )
+    rep.add_argument("--format", choices=reports.FORMATS, default="terminal", help="what to print (default: terminal)")
+    _add_report_options(rep)
+    _timeouts(rep)
+    rep.add_argument(
+        "--split-traces", type=int, default=SPLIT_LINES, help=f"traces per task at most (default: {SPLIT_LINES})"
+    )
+    _backend_options(rep, "spark")
+    rep.set_defaults(func=_guard(cmd_replay))
+
+
+def _guard(command: Any) -> Any:
+    """Turn the errors a user can fix into one line and exit code 2."""
+
+    def run(args: argparse.Namespace) -> int:
+        from .spark import SparkSetupError
+
+        try:
+            return int(command(args))
+        except (CommandError, CorpusError, GenerateError, SparkSetupError) as exc:
+            print(f"kconform: {exc}", file=sys.stderr)
+            return 2
+
+    run.__doc__ = command.__doc__
+    return run
+
+
+@contextmanager
+def _engine(args: argparse.Namespace, app: str) -> Iterator[Any]:
+    """A Spark session for the spark backend (stopped afterwards), else None."""
+    if args.backend != "spark":
+        yield None
+        return
+    from .spark import session
+
+    spark = session(args.master, app=app)
+    try:
+        yield spark
+    finally:
+        spark.stop()
+
+
+def _check_impl(spec: str, timeout_s: float, start_timeout_s: float) -> None:
+    """Start the implementation once on the driver: a bad name or a program that does not
+    start is reported before any work is scheduled."""
+    try:
+        adapter = resolve(spec, timeout_s=timeout_s, start_timeout_s=start_timeout_s)
+    except UnknownImplementation as exc:
+        raise CommandError(str(exc)) from None
+    try:
+        adapter.describe()
+    except AdapterError as exc:
+        detail = f"\n{exc.detail}" if exc.detail else ""
+        raise CommandError(f"implementation {spec!r} cannot start: {exc.message}{detail}") from None
+    finally:
+        adapter.close()
+
+
+# --- generate ------------------------------------------------------------------------------
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Write ``--traces`` traces as part files plus a manifest."""
+    if args.traces < 1 or args.start < 0 or args.part_traces < 1:
+        raise CommandError("--traces and --part-traces must be positive, --start not negative")
+    mix = parse_mix(args.shape)
+    if args.record_from:
+        _check_impl(args.record_from, args.timeout, args.start_timeout)
+    out: Path = args.out
+    if out.exists() and any(out.iterdir()):
+        if not args.force:
+            raise CommandError(f"{out} is not empty: choose another --out or pass --force to replace it")
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    compress = not args.no_gzip
+    tasks = []
+    for part, first in enumerate(range(args.start, args.start + args.traces, args.part_traces)):
+        count = min(args.part_traces, args.start + args.traces - first)
+        tasks.append(
+            PartTask(
+                str(out.resolve()),
+                part,
+                args.seed,
+                first,
+                count,
+                tuple(mix.items()),
+                args.record_from,
+                args.timeout,
+                compress,
+                import_roots(),
+                args.start_timeout,
+            )
+        )
+    progress = Progress(args.traces, "traces", sys.stderr, enabled=not args.no_progress)
+    started = time.perf_counter()
+    with _engine(args, "kconform generate") as spark:
+        parts = run_tasks(
+            write_part,
+            tasks,
+            [t.count for t in tasks],
+            backend=args.backend,
+            reduce=lambda a, b: a + b,
+            progress=progress,
+            workers=args.workers,
+            spark=spark,
+        )
+    progress.close()
+    seconds = time.perf_counter() - started
+    parts.sort(key=lambda p: p["file"])
+    steps = sum(p["steps"] for p in parts)
+    stopped = sum(p["recording_stopped"] for p in parts)
+    info = manifest(
+        parts,
+        generator="kconform generate",
+        version=reference_impl.__version__,
+        seed=args.seed,
+        start=args.start,
+        traces=args.traces,
+        steps=steps,
+        shapes=mix,
+        recorded_from=args.record_from or "reference",
+    )
+    (out / MANIFEST).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
+    print(
+        f"generated {args.traces} traces ({steps} steps, mean {steps / args.traces:.1f}) in {len(parts)} parts "
+        f"under {out} in {seconds:.1f} s: {args.traces / seconds:.0f} traces/s, {steps / seconds:.0f} steps/s"
+        f" [{args.backend}]"
+    )
+    if stopped:
+        print(f"{stopped} recordings stopped early ({args.record_from} failed to answer): see provenance")
+    return 0
+
+
+# --- replay --------------------------------------------------------------------------------
+
+
+def rerun_selection(out: Path) -> frozenset[tuple[str, str]]:
+    """(implementation, trace id) of every failed or errored result of an earlier replay."""
+    folder = out / "traces"
+    parts = sorted(folder.glob("part-*.jsonl"))
+    if not parts:
+        raise CommandError(f"--rerun {out}: no per-trace results ({folder}/part-*.jsonl); give a replay --out folder")
+    chosen: set[tuple[str, str]] = set()
+    for part in parts:
+        with part.open(encoding="utf-8") as f:
+            for n, line in enumerate(f, start=1):
+                try:
+                    record = json.loads(line)
+                    if record["outcome"] in ("failed", "errored"):
+                        chosen.add((record["implementation"], record["fixture"]))
+                except (ValueError, KeyError, TypeError):
+                    raise CommandError(f"{part}:{n}: not a kconform result record") from None
+    return frozenset(chosen)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Replay the corpus, write per-trace results and the results document, print the report."""
+    splits = plan_splits(args.corpus, args.split_traces)
+    files = corpus_files(args.corpus)
+    only = rerun_selection(args.rerun) if args.rerun else None
+    if only is not None and not only:
+        print(f"nothing to rerun: no failed or errored trace in {args.rerun}")
+        return 0
+    for spec in dict.fromkeys(args.impl):
+        _check_impl(spec, args.timeout, args.start_timeout)
+    impls = tuple(dict.fromkeys(args.impl))
+    out: Path = args.out
+    traces_dir = out / "traces"
+    if traces_dir.exists():
+        shutil.rmtree(traces_dir)
+    traces_dir.mkdir(parents=True)
+    tasks = [
+        ReplayTask(
+            split=split,
+            index=i,
+            impls=impls,
+            timeout_s=args.timeout,
+            results_dir=str(traces_dir.resolve()),
+            only=only,
+            keep=args.first_failures,
+            sys_path=import_roots(),
+            start_timeout_s=args.start_timeout,
+        )
+        for i, split in enumerate(splits)
+    ]
+    total = count_lines(splits) * len(impls) if only is None else sum(1 for impl, _ in only if impl in impls)
+    progress = Progress(total, "results", sys.stderr, enabled=not args.no_progress)
+    started_at = datetime.now(UTC)
+    started = time.perf_counter()
+    with _engine(args, "kconform replay") as spark:
+        t_job = time.perf_counter()
+        agg: Aggregate = run_tasks(
+            replay_split,
+            tasks,
+            [s.lines * len(impls) for s in splits],
+            backend=args.backend,
+            reduce=merge,
+            progress=progress,
+            workers=args.workers,
+            spark=spark,
+        )
+        job_s = time.perf_counter() - t_job
+    progress.close()
+    seconds = time.perf_counter() - started
+    selection = {
+        "corpus": [str(p) for p in args.corpus],
+        "implementations": list(impls),
+        "backend": args.backend,
+        "master": args.master if args.backend == "spark" else None,
+        "rerun": str(args.rerun) if args.rerun else None,
+    }
+    corpus = {"files": len(files), "lines": count_lines(splits), "results_dir": str(traces_dir), "job_s": job_s}
+    doc = document(agg, list(impls), started=started_at, duration_s=seconds, selection=selection, corpus=corpus)
+    write_document(doc, out / "results.json")
+    from ..cli import _terminal_options
+
+    sys.stdout.write(reports.render(doc, args.format, **_terminal_options(args)))
+    steps = sum(agg.steps.values())
+    counts = outcome_totals(agg)
+    print(
+        f"\nreplayed {agg.results} results ({count_lines(splits)} corpus lines x {len(impls)} implementations): "
+        + ", ".join(f"{counts.get(o, 0)} {o}" for o in ("passed", "failed", "errored", "skipped"))
+        + f"; {steps} steps in {job_s:.1f} s ({agg.results / job_s:.0f} traces/s, {steps / job_s:.0f} steps/s)"
+        + f" [{args.backend}{' ' + args.master if args.backend == 'spark' else ''}]",
+        file=sys.stderr,
+    )
+    if agg.malformed:
+        print(f"{agg.malformed} malformed corpus lines (errored, listed with file:line)", file=sys.stderr)
+    print(f"results: {out / 'results.json'}  per trace: {traces_dir}/part-*.jsonl", file=sys.stderr)
+    if args.save_failures:
+        from .shrink import save_failures
+
+        saved = save_failures(agg, args.save_failures, args.save_limit, args.timeout, args.start_timeout)
+        print(f"saved {len(saved)} shrunk failing fixtures under {args.save_failures}", file=sys.stderr)
+    return 1 if unexpected(agg) else 0

@@ -1,0 +1,466 @@
+"""Seeded random walks over the reference's enabled steps: one corpus trace per (seed, index).
+
+Every trace is a pure function of ``(seed, index, shape weights)``: its random generator
+is seeded from those alone, so trace 417 of seed 1 is the same whether it is made alone
+(``kconform generate --seed 1 --start 417 --traces 1``) or in a million-trace run on
+Spark. The walk only takes steps the reference accepts (a proposed step is applied to the
+reference; a rejected one is dropped and another is drawn), so preconditions live in the
+reference alone, as in ``reference_impl/enabled.py``.
+
+A *shape* is a kind of trace users need covered: a partition config drawn over the
+dimensions that matter (2 to 5 replicas, every generation, min.insync.replicas 1..RF,
+unclean election on or off, lag and checkpoint settings), a length range and weights over
+step categories. Acks 0/1/all are drawn per produce. The mix of shapes is weighted
+(``--shape NAME=WEIGHT``); see docs/replay.md for the default mix and its mean length.
+
+With ``recorder`` set (``--record-from IMPL``) the reference still chooses the steps, but
+the expected observations are what the recorded implementation reported; replaying such a
+corpus on the reference checks the recording against the spec.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import reference_impl
+from reference_impl import Config, Generation, State, StepRejected, apply, initial_state, observe, step_to_dict
+from reference_impl.steps import (
+    Consume,
+    Crash,
+    DeliverEpoch,
+    DeliverFetch,
+    DeliverLeaderAndIsr,
+    Elect,
+    EpochRequest,
+    EpochRound,
+    Fetch,
+    FetchRound,
+    Produce,
+    Restart,
+    Step,
+    Tick,
+)
+
+from ..adapter import Adapter, AdapterError
+from .format import FORMAT, diff_observations
+
+GENERATOR = "kconform generate"
+
+Category = str
+Proposer = Callable[[State, random.Random], list[Step]]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A kind of trace: its length range and how often each step category is drawn."""
+
+    name: str
+    summary: str
+    min_steps: int
+    max_steps: int
+    weights: Mapping[Category, float]
+
+
+def _replicas(state: State) -> tuple[str, ...]:
+    return state.config.replicas
+
+
+def _produce(state: State, rng: random.Random) -> list[Step]:
+    seq = len(state.produces) + 1
+    n = rng.choice((1, 1, 1, 2, 3))
+    values = tuple(f"v{seq}" if i == 0 else f"v{seq}.{i}" for i in range(n))
+    return [Produce(values=values, acks=rng.choice(("all", "all", "1", "0")))]
+
+
+def _fetch(state: State, rng: random.Random) -> list[Step]:
+    out: list[Step] = []
+    for r in _replicas(state):
+        out.append(Fetch(replica=r, max_records=rng.choice((None, None, None, 1))))
+        out.append(DeliverFetch(replica=r))
+    return out
+
+
+def _fetch_round(state: State, rng: random.Random) -> list[Step]:
+    return [FetchRound(replica=r) for r in _replicas(state)]
+
+
+def _epoch(state: State, rng: random.Random) -> list[Step]:
+    out: list[Step] = []
+    for r in _replicas(state):
+        out += [EpochRequest(replica=r), DeliverEpoch(replica=r), EpochRound(replica=r)]
+    return out
+
+
+def _tick(state: State, rng: random.Random) -> list[Step]:
+    cfg = state.config
+    return [Tick(ms=rng.choice((cfg.replica_fetch_wait_max_ms, 100, 1000)))]
+
+
+def _tick_lag(state: State, rng: random.Random) -> list[Step]:
+    cfg = state.config
+    return [Tick(ms=rng.choice((cfg.replica_lag_time_max_ms // 2, cfg.replica_lag_time_max_ms + 1)))]
+
+
+def _crash(state: State, rng: random.Random) -> list[Step]:
+    return [Crash(replica=r) for r in _replicas(state)]
+
+
+def _crash_in_flight(state: State, rng: random.Random) -> list[Step]:
+    """A crash between a fetch request and its response: the fetching follower, or the
+    leader holding its parked fetch, dies while the answer is in flight."""
+    names = {m.dst for m in state.fetch_responses} | {m.src for m in state.fetch_responses}
+    names |= {m.follower for m in state.parked_fetches} | {m.leader for m in state.parked_fetches}
+    return [Crash(replica=r) for r in _replicas(state) if r in names]
+
+
+def _power_failure(state: State, rng: random.Random) -> list[Step]:
+    out: list[Step] = []
+    for r in _replicas(state):
+        leo = state.replica(r).leo
+        out.append(Crash(replica=r, unflushed_from=rng.randint(0, leo) if leo else 0))
+    return out
+
+
+def _restart(state: State, rng: random.Random) -> list[Step]:
+    return [Restart(replica=r) for r in _replicas(state)]
+
+
+def _elect(state: State, rng: random.Random) -> list[Step]:
+    out: list[Step] = [Elect()]
+    for r in _replicas(state):
+        out.append(Elect(leader=r))
+        others = [x for x in _replicas(state) if x != r]
+        notify = tuple(x for x in others if rng.random() < 0.5)
+        out.append(Elect(leader=r, notify=(r, *notify)))
+    return out
+
+
+def _deliver_lai(state: State, rng: random.Random) -> list[Step]:
+    return [DeliverLeaderAndIsr(replica=r) for r in _replicas(state)]
+
+
+def _consume(state: State, rng: random.Random) -> list[Step]:
+    return [Consume(offset=rng.choice((0, 0, 1)))]
+
+
+PROPOSERS: dict[Category, Proposer] = {
+    "produce": _produce,
+    "fetch": _fetch,
+    "fetch_round": _fetch_round,
+    "epoch": _epoch,
+    "tick": _tick,
+    "tick_lag": _tick_lag,
+    "crash": _crash,
+    "crash_in_flight": _crash_in_flight,
+    "power_failure": _power_failure,
+    "restart": _restart,
+    "elect": _elect,
+    "deliver_leader_and_isr": _deliver_lai,
+    "consume": _consume,
+}
+
+_BASE = {
+    "produce": 3.0,
+    "fetch": 4.0,
+    "fetch_round": 2.0,
+    "epoch": 1.5,
+    "tick": 1.0,
+    "tick_lag": 0.3,
+    "crash": 0.4,
+    "crash_in_flight": 0.0,
+    "power_failure": 0.0,
+    "restart": 0.8,
+    "elect": 0.6,
+    "deliver_leader_and_isr": 0.8,
+    "consume": 0.4,
+}
+
+SHAPES: dict[str, Shape] = {
+    s.name: s
+    for s in (
+        Shape("mixed", "every step category at its base weight", 8, 24, _BASE),
+        Shape(
+            "crash-mid-fetch",
+            "crashes between a fetch request and its response",
+            8,
+            20,
+            {**_BASE, "crash_in_flight": 3.0, "fetch": 5.0},
+        ),
+        Shape(
+            "power-failure",
+            "power failures: a crash that loses the unflushed tail of the log",
+            10,
+            24,
+            {**_BASE, "power_failure": 1.5, "restart": 1.5},
+        ),
+        Shape(
+            "elections",
+            "elections in a row, LeaderAndIsr delivered late or not at all",
+            8,
+            20,
+            {**_BASE, "elect": 4.0, "deliver_leader_and_isr": 2.0, "crash": 1.0, "restart": 1.5},
+        ),
+        Shape(
+            "lag-expiry",
+            "followers fall behind and leave the ISR by replica.lag.time.max.ms",
+            8,
+            20,
+            {**_BASE, "tick_lag": 2.5, "produce": 4.0, "fetch": 2.0},
+        ),
+        Shape(
+            "long-log",
+            "long logs: many produces replicated in rounds",
+            30,
+            60,
+            {**_BASE, "produce": 6.0, "fetch_round": 5.0, "crash": 0.2, "elect": 0.3},
+        ),
+    )
+}
+
+DEFAULT_MIX: dict[str, float] = {
+    "mixed": 3.0,
+    "crash-mid-fetch": 2.0,
+    "power-failure": 1.0,
+    "elections": 1.0,
+    "lag-expiry": 1.0,
+    "long-log": 0.5,
+}
+
+
+class GenerateError(Exception):
+    """Bad generation options (an unknown shape, a negative weight)."""
+
+
+def parse_mix(specs: list[str]) -> dict[str, float]:
+    """``["long-log=2", "mixed=0"]`` over the default mix; raise ``GenerateError``."""
+    mix = dict(DEFAULT_MIX)
+    for spec in specs:
+        name, sep, weight = spec.partition("=")
+        if name not in SHAPES:
+            raise GenerateError(f"--shape {spec}: unknown shape {name!r} (one of: {', '.join(SHAPES)})")
+        try:
+            value = float(weight) if sep else 1.0
+        except ValueError:
+            raise GenerateError(f"--shape {spec}: the weight must be a number") from None
+        if value < 0:
+            raise GenerateError(f"--shape {spec}: the weight must not be negative")
+        mix[name] = value
+    if not any(mix.values()):
+        raise GenerateError("--shape: every shape has weight 0")
+    return mix
+
+
+def draw_config(rng: random.Random) -> Config:
+    """A partition config over the dimensions users need covered."""
+    n = rng.choice((2, 3, 3, 3, 4, 5))
+    replicas = ("A", "B", "C", "D", "E")[:n]
+    return Config(
+        replicas=replicas,
+        generation=rng.choice(tuple(Generation)),
+        min_insync_replicas=rng.randint(1, n),
+        unclean_leader_election=rng.random() < 0.3,
+        replica_lag_time_max_ms=rng.choice((1000, 10000, 30000)),
+        replica_high_watermark_checkpoint_interval_ms=rng.choice((0, 0, 5000)),
+    ).validate()
+
+
+def trace_id(seed: int, index: int) -> str:
+    return f"s{seed}-{index}"
+
+
+def _rng(seed: int, index: int) -> random.Random:
+    return random.Random(f"kconform-corpus:{seed}:{index}")
+
+
+def _next_step(state: State, shape: Shape, rng: random.Random) -> tuple[Step, State] | None:
+    """Draw a category by weight, then a proposal in it, until the reference accepts one."""
+    weights = {c: w for c, w in shape.weights.items() if w > 0}
+    while weights:
+        category = rng.choices(list(weights), weights=list(weights.values()))[0]
+        proposals = PROPOSERS[category](state, rng)
+        rng.shuffle(proposals)
+        for step in proposals:
+            try:
+                return step, apply(state, step)
+            except StepRejected:
+                continue
+        del weights[category]
+    return None
+
+
+def generate_trace(
+    seed: int,
+    index: int,
+    mix: Mapping[str, float] | None = None,
+    recorder: Recorder | None = None,
+) -> dict[str, Any]:
+    """Trace ``index`` of ``seed``: a corpus record (see ``format.py``)."""
+    rng = _rng(seed, index)
+    mix = mix or DEFAULT_MIX
+    names = [n for n, w in mix.items() if w > 0]
+    shape = SHAPES[rng.choices(names, weights=[mix[n] for n in names])[0]]
+    config = draw_config(rng)
+    length = rng.randint(shape.min_steps, shape.max_steps)
+    state = initial_state(config)
+    if recorder is not None:
+        recorder.reset(config)
+    steps: list[dict[str, Any]] = []
+    previous: dict[str, Any] | None = None
+    stopped = ""
+    for _ in range(length):
+        found = _next_step(state, shape, rng)
+        if found is None:
+            break
+        step, state = found
+        do = step_to_dict(step)
+        entry: dict[str, Any] = {"do": do}
+        observation: dict[str, Any] | None
+        if recorder is None:
+            observation = observe(state)
+        else:
+            outcome = recorder.step(do)
+            if outcome.stopped:
+                stopped = outcome.stopped
+                break
+            observation = outcome.observation
+            if outcome.rejected is not None:
+                entry["expect_rejected"] = outcome.rejected
+        if "expect_rejected" not in entry:
+            assert observation is not None
+            if previous is None:
+                entry["expect"] = observation
+            else:
+                entry["changes"] = diff_observations(previous, observation)
+            previous = observation
+        entry["rules"] = list(dict.fromkeys(state.fired))
+        steps.append(entry)
+    provenance: dict[str, Any] = {
+        "generator": GENERATOR,
+        "version": reference_impl.__version__,
+        "seed": seed,
+        "index": index,
+        "recorded_from": "reference" if recorder is None else recorder.spec,
+        "recorded_version": reference_impl.__version__ if recorder is None else recorder.version,
+    }
+    if stopped:
+        provenance["recording_stopped"] = stopped
+    return {
+        "corpus": FORMAT,
+        "id": trace_id(seed, index),
+        "shape": shape.name,
+        "config": {k: v for k, v in config.to_dict().items() if v is not None},
+        # a trace has at least one step; one whose recording failed at once checks nothing
+        "steps": steps or [{"do": {"kind": "tick", "ms": 1}}],
+        "provenance": provenance,
+    }
+
+
+@dataclass(frozen=True)
+class Recorded:
+    observation: dict[str, Any] | None = None
+    rejected: str | None = None
+    stopped: str = ""
+    """Why recording ended early (the implementation failed to answer)."""
+
+
+class Recorder:
+    """Records what one implementation reports for the reference's walk."""
+
+    def __init__(self, spec: str, adapter: Adapter) -> None:
+        self.spec = spec
+        self.adapter = adapter
+        self.version = adapter.describe().version
+        self._broken = ""
+
+    def reset(self, config: Config) -> None:
+        try:
+            self.adapter.reset(config.to_dict())
+            self._broken = ""
+        except AdapterError as exc:
+            self._broken = f"reset: {exc.message}"
+            self.adapter.restart()
+
+    def step(self, do: dict[str, Any]) -> Recorded:
+        if self._broken:
+            return Recorded(stopped=self._broken)
+        try:
+            answer = self.adapter.step(do)
+        except AdapterError as exc:
+            self.adapter.restart()
+            self._broken = f"{do['kind']}: {exc.message}"
+            return Recorded(stopped=self._broken)
+        if answer.rejected is not None:
+            return Recorded(rejected=answer.rejected)
+        if answer.observation is None:
+            return Recorded(stopped=f"{do['kind']}: no observation returned")
+        return Recorded(observation=answer.observation)
+
+    def close(self) -> None:
+        self.adapter.close()
+
+
+# --- part files -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PartTask:
+    """Write traces ``start .. start + count - 1`` of ``seed`` to one part file."""
+
+    out_dir: str
+    part: int
+    seed: int
+    start: int
+    count: int
+    mix: tuple[tuple[str, float], ...]
+    record_from: str | None = None
+    timeout_s: float = 10.0
+    compress: bool = True
+    sys_path: tuple[str, ...] = ()
+    start_timeout_s: float = 60.0
+
+
+def part_name(part: int, compress: bool) -> str:
+    return f"part-{part:05d}.jsonl" + (".gz" if compress else "")
+
+
+def write_part(task: PartTask) -> list[dict[str, Any]]:
+    """Generate one part file; return its manifest entry (in a list, for ``+`` as reduce)."""
+    import gzip
+    import os
+    import sys
+
+    from .format import dumps
+
+    for p in task.sys_path:
+        if p not in sys.path and os.path.isdir(p):
+            sys.path.append(p)
+    recorder = None
+    if task.record_from is not None:
+        from ..registry import resolve
+
+        adapter = resolve(task.record_from, timeout_s=task.timeout_s, start_timeout_s=task.start_timeout_s)
+        recorder = Recorder(task.record_from, adapter)
+    mix = dict(task.mix)
+    name = part_name(task.part, task.compress)
+    path = os.path.join(task.out_dir, name)
+    stopped = 0
+    steps = 0
+    tmp = path + ".tmp"
+    opener = gzip.open if task.compress else open
+    try:
+        with opener(tmp, "wt", encoding="utf-8") as f:
+            for index in range(task.start, task.start + task.count):
+                record = generate_trace(task.seed, index, mix, recorder)
+                stopped += "recording_stopped" in record["provenance"]
+                steps += len(record["steps"])
+                f.write(dumps(record) + "\n")
+        os.replace(tmp, path)
+    finally:
+        if recorder is not None:
+            recorder.close()
+    return [
+        {"file": name, "traces": task.count, "first_index": task.start, "steps": steps, "recording_stopped": stopped}
+    ]

@@ -1,0 +1,77 @@
+"""Summary and rule views of a corpus replay, from the document's ``corpus`` totals.
+
+A corpus replay's document lists only the first failures in ``results`` (a million
+passing traces would not fit); its ``corpus`` section holds the totals computed by the
+replay (``conformance/corpus/aggregate.py``). ``views.summary`` and ``views.rules`` hand
+such a document to these functions, so every report format shows corpus-wide counts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from .views import Table, _counts_cell, _impl_label, _rule_key
+
+
+def summary(doc: dict[str, Any]) -> Table:
+    corpus = doc["corpus"]
+    groups = sorted({row["group"] for row in corpus["counts"]})
+    per: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    total: dict[str, Counter[str]] = defaultdict(Counter)
+    for row in corpus["counts"]:
+        per[(row["implementation"], row["group"])][row["status"]] += row["traces"]
+        total[row["implementation"]][row["status"]] += row["traces"]
+    unexpected: Counter[str] = Counter()
+    for key, n in corpus["statuses"].items():
+        impl, _, status = key.rpartition("/")
+        if status in ("FAIL", "ERROR", "XPASS"):
+            unexpected[impl] += n
+    rows = [
+        [_impl_label(impl)]
+        + [_counts_cell(per[(impl["id"], g)]) for g in groups]
+        + [_counts_cell(total[impl["id"]]), str(unexpected[impl["id"]])]
+        for impl in doc["implementations"]
+    ]
+    steps = sum(corpus["steps"].values())
+    note = (
+        f"{corpus['lines']} corpus lines x {len(doc['implementations'])} implementations, "
+        f"{steps} steps in {doc['run']['duration_s']} s; columns are trace shapes"
+    )
+    if corpus.get("malformed_lines"):
+        note += f"; {corpus['malformed_lines']} malformed corpus lines counted as errored"
+    if corpus.get("failures_shown", 0) < sum(unexpected.values()):
+        note += (
+            f"; the report lists the first {corpus['failures_shown']} failures in corpus order, "
+            f"every result is in {corpus.get('results_dir', 'the per-trace results')}"
+        )
+    return Table("Summary", ["implementation", *groups, "total", "unexpected"], rows, note)
+
+
+def rules(doc: dict[str, Any]) -> Table:
+    """Per rule and implementation: traces passed / traces that exercise it, and how many
+    failed there (divergent step fired the rule)."""
+    impls = [i["id"] for i in doc["implementations"]]
+    rows_by: dict[tuple[str, str], dict[str, int]] = {
+        (r["rule"], r["implementation"]): r for r in doc["corpus"]["rules"]
+    }
+    all_rules = sorted({rule for rule, _ in rows_by}, key=_rule_key)
+    rows = []
+    for rule in all_rules:
+        cells = []
+        for impl in impls:
+            r = rows_by.get((rule, impl))
+            if r is None or not r["traces"]:
+                cells.append("-")
+                continue
+            mark = "✓" if r["passed"] == r["traces"] else "✗"
+            cell = f"{mark} {r['passed']}/{r['traces']}"
+            if r["diverged_at"]:
+                cell += f" ({r['diverged_at']} diverged here)"
+            cells.append(cell)
+        rows.append([rule, *cells])
+    note = (
+        "traces passed / traces that exercise the rule (the reference fires it); "
+        "'diverged here': failures whose first divergent step fired the rule"
+    )
+    return Table("Rules", ["rule", *impls], rows, note)
