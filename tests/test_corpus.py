@@ -20,7 +20,7 @@ from conformance.corpus.format import CorpusLineError, apply_changes, diff_obser
 from conformance.corpus.generate import generate_trace, parse_mix
 from conformance.corpus.reading import plan_splits
 from conformance.corpus.replay import ReplayTask, replay_split
-from conformance.fixtures import load_fixture_file
+from conformance.fixtures import load_fixture_file, load_fixtures
 from conformance.in_process import ReferenceAdapter
 from conformance.paths import FIXTURES_DIR
 from conformance.runner import run_fixture
@@ -119,7 +119,7 @@ def test_every_generated_trace_passes_the_reference(corpus: Path, tmp_path: Path
 
 
 def test_the_process_pool_gives_the_inline_totals(corpus: Path) -> None:
-    impls = ["reference", "zoo_impls:no_purgatory"]
+    impls = ["reference", "zoo:no-purgatory"]
     inline, pool = replay(corpus, impls), replay(corpus, impls, backend="processes")
     assert inline.counts == pool.counts and inline.rules == pool.rules
     assert [x[0] for x in inline.first] == [x[0] for x in pool.first]
@@ -128,15 +128,15 @@ def test_the_process_pool_gives_the_inline_totals(corpus: Path) -> None:
 def test_a_mutant_fails_exactly_the_traces_where_the_reference_fires_its_rule(corpus: Path, tmp_path: Path) -> None:
     """no-purgatory answers every fetch at once: it must fail precisely the traces in which
     the reference parks a fetch (FETCH-PARK-1), and no other."""
-    replay(corpus, ["reference", "zoo_impls:no_purgatory"], out=tmp_path)
+    replay(corpus, ["reference", "zoo:no-purgatory"], out=tmp_path)
     records = per_trace(tmp_path)
     fires = {t for (impl, t), r in records.items() if impl == "reference" and "FETCH-PARK-1" in r["rules"]}
-    failed = {t for (impl, t), r in records.items() if impl == "zoo_impls:no_purgatory" and r["outcome"] == "failed"}
+    failed = {t for (impl, t), r in records.items() if impl == "zoo:no-purgatory" and r["outcome"] == "failed"}
     assert fires and failed == fires
     assert all(
         "FETCH-PARK-1" in (r["divergence"] or {}).get("rules", ["FETCH-PARK-1"])
         for (impl, _), r in records.items()
-        if impl == "zoo_impls:no_purgatory" and r["outcome"] == "failed"
+        if impl == "zoo:no-purgatory" and r["outcome"] == "failed"
     )
 
 
@@ -153,7 +153,8 @@ def test_malformed_lines_are_counted_with_file_and_line(tmp_path: Path) -> None:
 
 def test_the_bundled_fixtures_replay_as_a_corpus() -> None:
     agg = replay(FIXTURES_DIR, ["reference"])
-    assert outcomes(agg, "reference") == {"passed": 35}
+    cases, problems = load_fixtures([FIXTURES_DIR])
+    assert not problems and outcomes(agg, "reference") == {"passed": len(cases)}
 
 
 def test_a_crashing_hanging_or_garbage_adapter_errors_its_traces_only(corpus: Path) -> None:
@@ -175,11 +176,11 @@ def test_a_hanging_adapter_times_out_per_trace(corpus: Path) -> None:
 
 def test_rerun_replays_only_the_failed_and_errored_traces(corpus: Path, tmp_path: Path) -> None:
     out = tmp_path / "first"
-    code = cli("replay", "--corpus", corpus, "--impl", "zoo_impls:no_purgatory", "--impl", "reference",
+    code = cli("replay", "--corpus", corpus, "--impl", "zoo:no-purgatory", "--impl", "reference",
                "--backend", "inline", "--out", out, "--no-progress", "--format", "json")  # fmt: skip
     assert code == 1
     failed = {k for k, r in per_trace(out / "traces").items() if r["outcome"] != "passed"}
-    code = cli("replay", "--corpus", corpus, "--impl", "zoo_impls:no_purgatory", "--impl", "reference",
+    code = cli("replay", "--corpus", corpus, "--impl", "zoo:no-purgatory", "--impl", "reference",
                "--backend", "inline", "--out", tmp_path / "again", "--rerun", out, "--no-progress")  # fmt: skip
     assert code == 1
     assert set(per_trace(tmp_path / "again" / "traces")) == failed
@@ -189,7 +190,7 @@ def test_save_failures_writes_shrunk_fixtures_that_fail_the_mutant_and_pass_the_
     corpus: Path, tmp_path: Path
 ) -> None:
     saved = tmp_path / "saved"
-    code = cli("replay", "--corpus", corpus / "part-00000.jsonl.gz", "--impl", "zoo_impls:no_purgatory",
+    code = cli("replay", "--corpus", corpus / "part-00000.jsonl.gz", "--impl", "zoo:no-purgatory",
                "--backend", "inline", "--out", tmp_path / "o", "--save-failures", saved, "--save-limit", 3,
                "--no-progress")  # fmt: skip
     assert code == 1
@@ -200,7 +201,7 @@ def test_save_failures_writes_shrunk_fixtures_that_fail_the_mutant_and_pass_the_
         doc = yaml.safe_load(file.read_text())
         assert len(doc["steps"]) < original[doc["id"]]
         assert cli("run", "--fixtures", file, "--impl", "reference", "--results", tmp_path / "r.json") == 0
-        assert cli("run", "--fixtures", file, "--impl", "zoo_impls:no_purgatory", "--results", tmp_path / "r.json") == 1
+        assert cli("run", "--fixtures", file, "--impl", "zoo:no-purgatory", "--results", tmp_path / "r.json") == 1
         assert load_fixture_file(file)
 
 
@@ -211,9 +212,9 @@ def _lines(path: Path) -> list[str]:
 def test_trace_validation_finds_the_recorded_implementations_defect(tmp_path: Path) -> None:
     """A corpus recorded from no-purgatory, replayed on the reference, fails exactly where
     the recording parked nothing but the reference parks a fetch."""
-    recorded = make_corpus(tmp_path / "rec", 20, record_from="zoo_impls:no_purgatory")
+    recorded = make_corpus(tmp_path / "rec", 20, record_from="zoo:no-purgatory")
     first = json.loads(_lines(recorded / "part-00000.jsonl.gz")[0])
-    assert first["provenance"]["recorded_from"] == "zoo_impls:no_purgatory"
+    assert first["provenance"]["recorded_from"] == "zoo:no-purgatory"
     agg = replay(recorded, ["reference"], out=tmp_path / "res")
     assert outcomes(agg, "reference").get("failed", 0) > 0
     failed = [r for _, r, _ in agg.first if r["outcome"] == "failed"]
@@ -225,10 +226,10 @@ def test_the_results_document_renders_in_every_format(corpus: Path, tmp_path: Pa
 
     from conformance import reports
 
-    agg = replay(corpus, ["reference", "zoo_impls:no_purgatory"])
+    agg = replay(corpus, ["reference", "zoo:no-purgatory"])
     doc = document(
         agg,
-        ["reference", "zoo_impls:no_purgatory"],
+        ["reference", "zoo:no-purgatory"],
         started=datetime.now(UTC),
         duration_s=1.0,
         selection={},
@@ -236,7 +237,7 @@ def test_the_results_document_renders_in_every_format(corpus: Path, tmp_path: Pa
     )
     text = reports.render(doc, "terminal", rules=True)
     assert "60/60 passed" in text and "FETCH-PARK-1" in text and "diverged here" in text
-    assert "zoo_impls:no_purgatory / s7-" in text, "failures are listed with their trace ids"
+    assert "zoo:no-purgatory / s7-" in text, "failures are listed with their trace ids"
     for fmt in reports.FORMATS:
         assert reports.render(doc, fmt)
 

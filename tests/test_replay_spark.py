@@ -26,7 +26,7 @@ from conformance.corpus.generate import PartTask, parse_mix, write_part
 
 pytestmark = pytest.mark.spark
 
-IMPLS = ["reference", "zoo_impls:no_purgatory"]
+IMPLS = ["reference", "zoo:no-purgatory"]
 
 
 @pytest.fixture(scope="session")
@@ -49,7 +49,7 @@ def test_spark_local_gives_the_inline_results(spark: Any, corpus: Path) -> None:
     assert on_spark.rules == inline.rules
     assert [(k, r["reason"]) for k, r, _ in on_spark.first] == [(k, r["reason"]) for k, r, _ in inline.first]
     assert outcomes(on_spark, "reference") == {"passed": 40}
-    assert outcomes(on_spark, "zoo_impls:no_purgatory").get("failed", 0) > 0
+    assert outcomes(on_spark, "zoo:no-purgatory").get("failed", 0) > 0
 
 
 def test_faulty_adapters_inside_a_spark_job_error_their_traces_and_every_trace_is_counted(
