@@ -329,7 +329,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     from .stateful import fuzz_all, witness_fixture  # hypothesis is only needed here
 
     try:
-        adapter = resolve(args.impl, timeout_s=args.timeout)
+        adapter = resolve(args.impl, timeout_s=args.timeout, start_timeout_s=args.start_timeout)
     except UnknownImplementation as exc:
         _fail(str(exc))
     ignore = _known_differences(args.expectations or [])
@@ -392,7 +392,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     adapter = None
     if args.impl:
         try:
-            adapter = resolve(args.impl, timeout_s=args.timeout)
+            adapter = resolve(args.impl, timeout_s=args.timeout, start_timeout_s=args.start_timeout)
         except UnknownImplementation as exc:
             _fail(str(exc))
     names = ["A", "B", "C", "D", "E"][: args.replicas]
@@ -489,6 +489,25 @@ def _sub(sub: Any, name: str, summary: str, description: str) -> argparse.Argume
     return parser
 
 
+def add_timeouts(p: argparse.ArgumentParser) -> None:
+    """``--timeout`` (each reply) and ``--start-timeout`` (hello) for exec: implementations."""
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"exec: implementations: how long to wait for each reply (default: {DEFAULT_TIMEOUT_S:g})",
+    )
+    p.add_argument(
+        "--start-timeout",
+        type=float,
+        default=DEFAULT_START_TIMEOUT_S,
+        metavar="SECONDS",
+        help="exec: implementations: how long a new process may take to answer hello "
+        f"(default: {DEFAULT_START_TIMEOUT_S:g})",
+    )
+
+
 def _add_report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rules", action="store_true", help="terminal: add the rule view (failures per spec rule)")
     p.add_argument("--matrix", action="store_true", help="terminal: add the fixture x implementation matrix")
@@ -550,21 +569,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_RESULTS,
         help=f"where to write the results file (default: {DEFAULT_RESULTS})",
     )
-    run.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT_S,
-        metavar="SECONDS",
-        help=f"exec: implementations: how long to wait for each reply (default: {DEFAULT_TIMEOUT_S:g})",
-    )
-    run.add_argument(
-        "--start-timeout",
-        type=float,
-        default=DEFAULT_START_TIMEOUT_S,
-        metavar="SECONDS",
-        help="exec: implementations: how long a new process may take to answer hello "
-        f"(default: {DEFAULT_START_TIMEOUT_S:g})",
-    )
+    add_timeouts(run)
     run.add_argument("--no-progress", action="store_true", help="no progress line on the terminal")
     run.set_defaults(func=cmd_run)
 
@@ -644,13 +649,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="YAML with known_differences: {FIELD-OR-PROPERTY-GLOB: reason}, ignored (repeatable)",
     )
-    fz.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT_S,
-        metavar="SECONDS",
-        help=f"exec: implementations: how long to wait for each reply (default: {DEFAULT_TIMEOUT_S:g})",
-    )
+    add_timeouts(fz)
     fz.set_defaults(func=cmd_fuzz)
 
     ex = _sub(
@@ -686,13 +685,7 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument(
         "--out", type=Path, default=Path("out/explore"), help="where witness fixtures go (default: out/explore)"
     )
-    ex.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT_S,
-        metavar="SECONDS",
-        help=f"exec: implementations: how long to wait for each reply (default: {DEFAULT_TIMEOUT_S:g})",
-    )
+    add_timeouts(ex)
     ex.set_defaults(func=cmd_explore)
 
     sen = _sub(

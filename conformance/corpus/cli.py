@@ -24,7 +24,6 @@ from .. import reports
 from ..adapter import AdapterError
 from ..registry import UnknownImplementation, resolve
 from ..results import write_document
-from ..stdio import DEFAULT_START_TIMEOUT_S, DEFAULT_TIMEOUT_S
 from .aggregate import FIRST_FAILURES, Aggregate, document, merge, outcome_totals, unexpected
 from .backends import BACKENDS, run_tasks
 from .generate import DEFAULT_MIX, GenerateError, PartTask, parse_mix, write_part
@@ -59,24 +58,6 @@ class CommandError(Exception):
     """Bad input or a setup problem: one line on stderr, exit code 2."""
 
 
-def _timeouts(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT_S,
-        metavar="SECONDS",
-        help=f"exec: implementations: how long to wait for each reply (default: {DEFAULT_TIMEOUT_S:g})",
-    )
-    p.add_argument(
-        "--start-timeout",
-        type=float,
-        default=DEFAULT_START_TIMEOUT_S,
-        metavar="SECONDS",
-        help="exec: implementations: how long a new process may take to answer hello "
-        f"(default: {DEFAULT_START_TIMEOUT_S:g})",
-    )
-
-
 def _backend_options(p: argparse.ArgumentParser, default_backend: str) -> None:
     p.add_argument(
         "--backend",
@@ -95,7 +76,7 @@ def _backend_options(p: argparse.ArgumentParser, default_backend: str) -> None:
 
 def add_commands(sub: Any) -> None:
     """Register ``generate`` and ``replay`` on the ``kconform`` sub-command parser."""
-    from ..cli import _add_report_options, _Formatter
+    from ..cli import _add_report_options, _Formatter, add_timeouts
 
     gen = sub.add_parser(
         "generate",
@@ -126,7 +107,7 @@ def add_commands(sub: Any) -> None:
     )
     gen.add_argument("--no-gzip", action="store_true", help="plain .jsonl parts")
     gen.add_argument("--force", action="store_true", help="replace an existing corpus in --out")
-    _timeouts(gen)
+    add_timeouts(gen)
     _backend_options(gen, "processes")
     gen.set_defaults(func=_guard(cmd_generate))
 
@@ -164,7 +145,7 @@ def add_commands(sub: Any) -> None:
     )
     rep.add_argument("--format", choices=reports.FORMATS, default="terminal", help="what to print (default: terminal)")
     _add_report_options(rep)
-    _timeouts(rep)
+    add_timeouts(rep)
     rep.add_argument(
         "--split-traces", type=int, default=SPLIT_LINES, help=f"traces per task at most (default: {SPLIT_LINES})"
     )
