@@ -1,0 +1,277 @@
+"""What random runs look like: the configs and the weighted steps kconform fuzz draws.
+
+One definition of the distribution, shared by ``kconform fuzz`` (``stateful.py``, drawing
+from a seeded ``random.Random``: cheap, thousands of steps per second) and the property
+tests (``tests/test_properties.py``, drawing through hypothesis so that it shrinks). Both
+go through a ``Chooser`` with two primitives, an integer in a range and a weighted index.
+
+Configs: 2-5 replicas (2 and 3 most often), ``min.insync.replicas`` anywhere in 1..RF,
+unclean election on or off, HW checkpoints on every change or every 500/5000 ms, several
+lag and fetch-wait times, and sometimes a leader other than the first replica.
+
+Steps: the reference's ``enabled_steps`` says what may happen (preconditions are never
+re-coded here); a step *kind* is picked by weight among the enabled ones (``WEIGHTS``), then
+one of its enabled steps, and then its free parameters: produce acks 0/1/all, one or two
+records, sometimes sent to a named broker; fetch with ``max_records`` 1; ticks of 1 ms, of the
+fetch wait, of half the lag, of exactly lag - 1, lag and lag + 1 ms, of the checkpoint
+interval and of the request timeout; elections notifying only a subset of the brokers (the
+rest stay in flight); crashes losing an unflushed tail (``unflushed_from``); consumes at
+any offset up to past the leader's LEO. Two combined steps: ``fetch_all`` (every follower
+that may fetch does, once) and ``deliver_all`` (every fetch answer in flight arrives), the
+chains that move the high watermark. A step kind the reference gains later is drawn with
+``OTHER_WEIGHT`` until it gets its own weight.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import MISSING, fields, replace
+from typing import Any, Protocol
+
+from reference_impl import Config, Generation, State, Step, enabled_steps
+from reference_impl.steps import Consume, Crash, Elect, Fetch, Produce, Tick
+
+WEIGHTS: dict[str, int] = {
+    "fetch": 20,
+    "deliver_fetch": 20,
+    "produce": 14,
+    "fetch_all": 6,
+    "deliver_all": 6,
+    "epoch_request": 8,
+    "deliver_epoch": 8,
+    "tick": 8,
+    "deliver_leader_and_isr": 5,
+    "consume": 3,
+    "elect": 3,
+    "restart": 3,
+    "crash": 2,
+}
+"""Default relative weight of each step kind (and combined step) among the enabled ones:
+replication chains (fetch, deliver, produce) dominate, crashes and elections are rarer.
+``kconform fuzz --weights fetch=30,crash=0`` changes them; weight 0 never draws a kind."""
+
+OTHER_WEIGHT = 3
+"""The weight of a step kind not in ``WEIGHTS`` (one the reference added since)."""
+
+COMBINED = ("fetch_all", "deliver_all")
+"""Combined steps: several steps of one kind drawn as one choice (each judged on its own)."""
+
+
+class Chooser(Protocol):
+    """Where the randomness comes from."""
+
+    def integer(self, lo: int, hi: int) -> int:
+        """An integer in ``lo..hi`` (both included); shrinks towards ``lo``."""
+        ...
+
+    def weighted(self, weights: Sequence[int]) -> int:
+        """An index into ``weights`` drawn with those weights (at least one positive)."""
+        ...
+
+
+class RandomChooser:
+    """Choices from a seeded ``random.Random``: what ``kconform fuzz`` draws with."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+
+    def integer(self, lo: int, hi: int) -> int:
+        return lo + int(self.rng.random() * (hi - lo + 1)) if hi > lo else lo
+
+    def weighted(self, weights: Sequence[int]) -> int:
+        cumulative = list(itertools.accumulate(weights))
+        return bisect.bisect_right(cumulative, self.rng.random() * cumulative[-1])
+
+
+class DataChooser:
+    """Choices drawn through hypothesis (``st.data()``), so a property test shrinks them."""
+
+    def __init__(self, data: Any) -> None:
+        from hypothesis import strategies as st
+
+        self.data = data
+        self.st = st
+
+    def integer(self, lo: int, hi: int) -> int:
+        return int(self.data.draw(self.st.integers(lo, hi))) if hi > lo else lo
+
+    def weighted(self, weights: Sequence[int]) -> int:
+        cumulative = list(itertools.accumulate(weights))
+        # shrinks towards the first positive weight
+        return bisect.bisect_right(cumulative, self.integer(0, cumulative[-1] - 1))
+
+
+def pick(chooser: Chooser, options: Sequence[Any]) -> Any:
+    return options[chooser.integer(0, len(options) - 1)]
+
+
+def pick_weighted(chooser: Chooser, options: Sequence[tuple[Any, int]]) -> Any:
+    return options[chooser.weighted([w for _, w in options])][0]
+
+
+# --- configs ---------------------------------------------------------------------------
+
+NAMES = ("A", "B", "C", "D", "E")
+
+
+def draw_config(chooser: Chooser, generation: Generation, sizes: Sequence[int] = (2, 3, 4, 5)) -> Config:
+    """A random partition config of ``generation`` (see the module doc)."""
+    size_weights = {2: 4, 3: 4, 4: 1, 5: 1}
+    n = pick_weighted(chooser, [(s, size_weights.get(s, 1)) for s in sizes])
+    replicas = NAMES[:n]
+    lag = pick(chooser, (1000, 30000, 200))
+    return Config(
+        replicas=replicas,
+        initial_leader=pick_weighted(chooser, [(None, 4), *((r, 1) for r in replicas[1:])]),
+        generation=generation,
+        min_insync_replicas=chooser.integer(1, n),
+        unclean_leader_election=pick_weighted(chooser, [(False, 3), (True, 1)]),
+        replica_lag_time_max_ms=lag,
+        replica_fetch_wait_max_ms=pick(chooser, (500, 100)),
+        replica_high_watermark_checkpoint_interval_ms=pick(chooser, (0, 5000, 500)),
+        request_timeout_ms=pick(chooser, (30000, 1000)),
+    )
+
+
+def configs(generation: Generation, sizes: Sequence[int] = (2, 3, 4, 5)) -> Any:
+    """The same configs as a hypothesis strategy (for property tests)."""
+    from hypothesis import strategies as st
+
+    return st.data().map(lambda data: draw_config(DataChooser(data), generation, sizes))
+
+
+# --- weights ---------------------------------------------------------------------------
+
+
+class WeightsError(ValueError):
+    """A ``--weights`` text that does not parse; the message says which part."""
+
+
+def parse_weights(text: str, base: Mapping[str, int] | None = None) -> dict[str, int]:
+    """``"fetch=30,crash=0"`` over ``base`` (default ``WEIGHTS``)."""
+    from reference_impl import STEP_TYPES
+
+    out = dict(WEIGHTS if base is None else base)
+    known = set(STEP_TYPES) | set(COMBINED)
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        name = name.strip()
+        if not sep or name not in known:
+            raise WeightsError(
+                f"--weights: {part!r}: expected KIND=WEIGHT with KIND one of {', '.join(sorted(known))}"
+            )
+        try:
+            weight = int(value)
+        except ValueError:
+            raise WeightsError(f"--weights: {part!r}: the weight must be a whole number") from None
+        if weight < 0:
+            raise WeightsError(f"--weights: {part!r}: the weight must not be negative")
+        out[name] = weight
+    return out
+
+
+# --- steps -----------------------------------------------------------------------------
+
+Lower = Callable[[Step], Step | None]
+"""A step in the form the implementation performs, or None if it cannot (``stateful.proposal``)."""
+
+
+def tick_lengths(config: Config) -> tuple[int, ...]:
+    """The tick lengths drawn: around every timer's edge, and 1 ms."""
+    lag = config.replica_lag_time_max_ms
+    lengths = [1, config.replica_fetch_wait_max_ms, lag // 2, lag - 1, lag, lag + 1, config.request_timeout_ms]
+    if config.replica_high_watermark_checkpoint_interval_ms:
+        lengths.append(config.replica_high_watermark_checkpoint_interval_ms)
+    return tuple(dict.fromkeys(ms for ms in lengths if ms > 0))
+
+
+def enabled_by_kind(state: State, lower: Lower | None = None) -> dict[str, list[Step]]:
+    """The enabled steps (lowered for the implementation), grouped by kind, plus the
+    combined steps when they would take more than one step."""
+    by_kind: dict[str, list[Step]] = {}
+    for step in enabled_steps(state):
+        proposed = step if lower is None else lower(step)
+        if proposed is not None:
+            group = by_kind.setdefault(proposed.kind, [])
+            if proposed not in group:
+                group.append(proposed)
+    fetches = by_kind.get("fetch") or by_kind.get("fetch_round") or []
+    if len(fetches) > 1:
+        by_kind["fetch_all"] = fetches
+    if len(by_kind.get("deliver_fetch", ())) > 1:
+        by_kind["deliver_all"] = by_kind["deliver_fetch"]
+    return by_kind
+
+
+def draw_steps(
+    chooser: Chooser,
+    state: State,
+    weights: Mapping[str, int] = WEIGHTS,
+    lower: Lower | None = None,
+    honours: Callable[[Step], bool] | None = None,
+) -> list[Step]:
+    """One weighted choice in ``state``: one step, or several for a combined step; empty
+    when nothing is enabled (or every enabled kind has weight 0).
+
+    ``honours``: whether the implementation honours a step's optional fields (a step it
+    does not is drawn with its defaults)."""
+    by_kind = enabled_by_kind(state, lower)
+    kinds = [k for k in by_kind if weights.get(k, OTHER_WEIGHT) > 0]
+    if not kinds:
+        return []
+    kind = kinds[chooser.weighted([weights.get(k, OTHER_WEIGHT) for k in kinds])]
+    if kind in COMBINED:
+        return by_kind[kind]
+    step = pick(chooser, by_kind[kind])
+    varied = vary(chooser, state, step)
+    return [varied if honours is None or honours(varied) else step]
+
+
+def vary(chooser: Chooser, state: State, step: Step) -> Step:
+    """``step`` with its free parameters drawn (the precondition does not depend on them,
+    except the few the reference rejects, which the fuzzer then skips)."""
+    config = state.config
+    if isinstance(step, Produce):
+        acks = pick_weighted(chooser, [("all", 5), ("1", 3), ("0", 1)])
+        values = step.values if chooser.integer(0, 4) else (*step.values, f"{step.values[0]}b")
+        to = pick(chooser, config.replicas) if chooser.integer(0, 9) == 0 else None
+        return replace(step, acks=acks, values=values, to=to)
+    if isinstance(step, Tick):
+        return Tick(ms=pick(chooser, tick_lengths(config)))
+    if isinstance(step, Fetch) or step.kind == "fetch_round":
+        if chooser.integer(0, 4) == 0:
+            return replace(step, max_records=1)  # type: ignore[type-var]
+        return step
+    if isinstance(step, Consume):
+        top = max(r.leo for r in state.replicas)
+        return Consume(offset=chooser.integer(0, top + 1) if chooser.integer(0, 2) == 0 else 0)
+    if isinstance(step, Elect):
+        if chooser.integer(0, 2):
+            return step
+        notify = tuple(r for r in config.replicas if chooser.integer(0, 1))
+        return replace(step, notify=notify)
+    if isinstance(step, Crash):
+        replica = state.replica(step.replica)
+        if replica.leo == 0 or chooser.integer(0, 3):
+            return step
+        return replace(step, unflushed_from=chooser.integer(min(replica.hw, replica.leo), replica.leo))
+    return step
+
+
+def simpler(step: Step) -> list[Step]:
+    """Simpler forms of ``step`` for shrinking: optional fields back to their defaults, a
+    tick of 1 ms, a consume from 0."""
+    out: list[Step] = []
+    for f in fields(step):
+        if f.default is MISSING:
+            continue
+        if getattr(step, f.name) != f.default:
+            out.append(replace(step, **{f.name: f.default}))  # type: ignore[type-var]
+    if isinstance(step, Produce) and len(step.values) > 1:
+        out.append(replace(step, values=step.values[:1]))
+    if isinstance(step, Tick) and step.ms > 1:
+        out.append(Tick(ms=1))
+    return out
