@@ -160,9 +160,7 @@ def parse_weights(text: str, base: Mapping[str, int] | None = None) -> dict[str,
         name, sep, value = part.partition("=")
         name = name.strip()
         if not sep or name not in known:
-            raise WeightsError(
-                f"--weights: {part!r}: expected KIND=WEIGHT with KIND one of {', '.join(sorted(known))}"
-            )
+            raise WeightsError(f"--weights: {part!r}: expected KIND=WEIGHT with KIND one of {', '.join(sorted(known))}")
         try:
             weight = int(value)
         except ValueError:

@@ -15,6 +15,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from reference_impl import Config, Generation, State, Step, apply, initial_state
+
+from .explore import Exploration, explore, replay
 from .fixtures import Fixture
 from .runner import FixtureResult, reference_trace, run_fixtures
 from .zoo import Member
@@ -80,6 +83,8 @@ class Sensitivity:
     fixtures: int
     seconds: float
     level: str = "exact"
+    fuzz_budget: int = 0
+    explore_depth: int = 0
 
     @property
     def killed(self) -> list[Verdict]:
@@ -116,6 +121,8 @@ class Sensitivity:
             "median_witness_steps": self.median_witness,
             "fixtures": self.fixtures,
             "level": self.level,
+            "fuzz_budget": self.fuzz_budget,
+            "explore_depth": self.explore_depth,
             "seconds": round(self.seconds, 3),
             "verdicts": [v.to_dict() for v in self.verdicts],
         }
@@ -151,25 +158,114 @@ def judge(member: Member, fixtures: Sequence[Fixture], traces: dict[str, Any], l
     return verdict
 
 
+def fuzz_kills(
+    member: Member, budget: int, generations: Sequence[Generation], level: str = "exact", seed: int = 0
+) -> list[Kill]:
+    """``kconform fuzz`` as a suite: ``budget`` random runs per generation (seeded, so the
+    verdict is reproducible), stopping at the first generation that kills the member."""
+    from .stateful import fuzz_all
+
+    for generation in generations:
+        report = fuzz_all(member.build(), generation, examples=budget, level=level, seed=seed, stop_at_first=True)
+        if report.failures:
+            failure = report.failures[0]
+            steps = len(failure.trace.steps)
+            name = f"fuzz:{generation.value}:{failure.signature}"
+            return [Kill(name, steps, steps, tuple(failure.rules), failure.reason)]
+    return []
+
+
+@dataclass
+class Explored:
+    """One configuration's search tree, shared by every member replayed on it."""
+
+    config: Config
+    result: Exploration
+    tree: dict[State, tuple[State | None, Step | None]]
+
+    @property
+    def name(self) -> str:
+        return f"explore:{self.config.generation.value}:{len(self.config.replicas)}r"
+
+
+EXPLORE_SIZES = (2, 3)
+"""Replica counts of the configs explored for ``--explore-depth`` (every generation)."""
+EXPLORE_RECORDS = 1
+
+
+def explore_configs(generations: Sequence[Generation], sizes: Sequence[int] = EXPLORE_SIZES) -> list[Config]:
+    """The small configs ``kconform sensitivity --explore-depth`` searches: each generation
+    with 2 and 3 replicas, min.insync 1, HW checkpointed on every change."""
+    return [
+        Config(
+            replicas=("A", "B", "C", "D", "E")[:n],
+            generation=g,
+            replica_high_watermark_checkpoint_interval_ms=0,
+        )
+        for g in generations
+        for n in sizes
+    ]
+
+
+def explore_trees(configs: Sequence[Config], depth: int, seconds: float | None = None) -> list[Explored]:
+    out = []
+    for config in configs:
+        result, tree = explore(config, depth, EXPLORE_RECORDS, seconds)
+        out.append(Explored(config, result, tree))
+    return out
+
+
+def explore_kills(member: Member, trees: Sequence[Explored]) -> list[Kill]:
+    """Every path of each search tree replayed on the member (``explore.replay``); the
+    shortest disagreement is the kill."""
+    for explored in trees:
+        adapter = member.build()
+        try:
+            found = replay(adapter, explored.config, explored.tree, explored.result)
+        finally:
+            adapter.close()
+        if found is not None:
+            n = len(found.path)
+            state = initial_state(explored.config)
+            for step in found.path:
+                state = apply(state, step)
+            return [Kill(explored.name, n, n, tuple(state.fired), found.reason)]
+    return []
+
+
 def sensitivity(
     members: Iterable[Member],
     fixtures: Sequence[Fixture],
     progress: Callable[[Verdict], None] | None = None,
     level: str = "exact",
+    fuzz_budget: int = 0,
+    explore_depth: int = 0,
+    generations: Sequence[Generation] = tuple(Generation),
 ) -> Sensitivity:
     """Judge every member against ``fixtures`` at ``level`` (reference traces computed once).
 
     ``exact`` is the measure of a suite; ``settled`` or ``safety`` show which bugs a
-    judge at that level no longer sees (a bug only in bookkeeping fields or in timing)."""
+    judge at that level no longer sees (a bug only in bookkeeping fields or in timing).
+    ``fuzz_budget``: also fuzz each member not yet killed (that many runs per generation);
+    ``explore_depth``: also replay the search trees of small configs to that depth."""
     started = time.perf_counter()
     traces = {f.id: reference_trace(f) for f in fixtures}
+    trees = explore_trees(explore_configs(generations), explore_depth) if explore_depth else []
     verdicts = []
     for member in members:
         verdict = judge(member, fixtures, traces, level)
+        t0 = time.perf_counter()
+        if not verdict.killed and trees:
+            verdict.kills += explore_kills(member, trees)
+        if not verdict.killed and fuzz_budget:
+            verdict.kills += fuzz_kills(member, fuzz_budget, generations, level)
+        verdict.seconds += time.perf_counter() - t0
         verdicts.append(verdict)
         if progress is not None:
             progress(verdict)
-    return Sensitivity(verdicts, len(fixtures), time.perf_counter() - started, level)
+    out = Sensitivity(verdicts, len(fixtures), time.perf_counter() - started, level)
+    out.fuzz_budget, out.explore_depth = fuzz_budget, explore_depth
+    return out
 
 
 def render(result: Sensitivity, table: Callable[[list[list[Any]], list[str]], str]) -> str:
@@ -199,7 +295,10 @@ def render(result: Sensitivity, table: Callable[[list[list[Any]], list[str]], st
     lines = [out, ""]
     n, k = len(result.verdicts), len(result.killed)
     level = "" if result.level == "exact" else f" judged at level {result.level}"
-    lines.append(f"kill rate: {k}/{n} members ({result.kill_rate:.0%}) by {result.fixtures} fixture cases{level}")
+    by = [f"{result.fixtures} fixture cases"]
+    by += [f"fuzz ({result.fuzz_budget} runs per generation)"] if result.fuzz_budget else []
+    by += [f"explore (depth {result.explore_depth})"] if result.explore_depth else []
+    lines.append(f"kill rate: {k}/{n} members ({result.kill_rate:.0%}) by {' + '.join(by)}{level}")
     if result.median_witness is not None:
         lines.append(f"median shortest witness: {result.median_witness:g} steps")
     if result.survivors:

@@ -28,6 +28,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="how each fixture is judged (docs/levels.md): settled or safety show which members a judge at "
         "that level no longer sees (default: exact)",
     )
+    p.add_argument(
+        "--fuzz-budget",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also fuzz every member no fixture kills: N random runs per generation, seeded "
+        "(kconform fuzz's default is 100; default: no fuzzing)",
+    )
+    p.add_argument(
+        "--explore-depth",
+        type=int,
+        default=0,
+        metavar="D",
+        help="also replay every path of a bounded exhaustive search to depth D (2 and 3 replicas, one record, "
+        "each generation) on every member not yet killed (default: no exploration)",
+    )
     p.add_argument("--format", choices=["terminal", "json"], default="terminal", help="(default: terminal)")
     p.add_argument("--no-progress", action="store_true", help="no progress line on the terminal")
     p.set_defaults(func=cmd_sensitivity)
@@ -47,7 +63,16 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
         members = [get(name) for name in args.zoo] if args.zoo else list(MEMBERS)
     except UnknownMember as exc:
         _fail(str(exc))
-    fixtures = _select(args)
+    from reference_impl import Generation
+
+    from .fixtures import fixture_files
+
+    searching = args.fuzz_budget > 0 or args.explore_depth > 0
+    if searching and args.fixtures and not fixture_files(args.fixtures):
+        fixtures = []  # an empty folder: measure fuzz and explore alone
+    else:
+        fixtures = _select(args)
+    generations = [Generation(g) for g in args.generation] or list(Generation)
     show = not args.no_progress and args.format == "terminal" and sys.stderr.isatty()
     done = [0]
 
@@ -57,7 +82,9 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
             sys.stderr.write(f"\r[{done[0]}/{len(members)}] {verdict.member.name}".ljust(70))
             sys.stderr.flush()
 
-    result = sensitivity(members, fixtures, progress, args.level)
+    result = sensitivity(
+        members, fixtures, progress, args.level, args.fuzz_budget, args.explore_depth, generations=generations
+    )
     if show:
         sys.stderr.write("\r" + " " * 70 + "\r")
     if args.format == "json":

@@ -42,6 +42,7 @@ from reference_impl import (
     Step,
     StepRejected,
     apply,
+    check,
     initial_state,
     observe,
 )
@@ -50,7 +51,8 @@ from reference_impl.steps import DeliverEpoch, DeliverFetch, EpochRequest, Epoch
 from .adapter import Adapter, AdapterError, Description
 from .compare import MISSING, all_divergences
 from .conventions import Conventions, adjust_expected, normalise, unsupported_step_field
-from .distribution import WEIGHTS, RandomChooser, draw_config, draw_steps, simpler
+from .distribution import NAMES, WEIGHTS, RandomChooser, draw_config, draw_steps, simpler
+from .explore import EXPECTED_VIOLATIONS
 from .judge import SPLIT_KINDS
 from .levels import settled_part
 from .runner import comparable
@@ -59,7 +61,9 @@ from .settle import Frontier
 from .wire import wire_step
 
 SHRINK_REPLAYS = 600
-"""At most this many replays to shrink one failure (each at most the failing run's length)."""
+"""At most this many replays to shrink one failing run (each at most the run's length)."""
+WITNESSES = 3
+"""Failing runs shrunk per kind of failure; the shortest witness is kept."""
 
 
 @dataclass
@@ -73,16 +77,20 @@ class Trace:
     level: str = "exact"
     sent: list[Step] = field(default_factory=list)
     """The steps sent to the implementation (what shrinking removes and simplifies)."""
+    taken: list[Step] = field(default_factory=list)
+    """The steps the reference took (the sent ones and answers delivered by themselves)."""
 
 
 class Disagreement(AssertionError):
     """The implementation fails the level; ``trace`` holds the run, ``reason`` what failed."""
 
-    def __init__(self, message: str, trace: Trace, signature: str = "") -> None:
+    def __init__(self, message: str, trace: Trace, signature: str = "", rules: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.trace = trace
         self.reason = message
         self.signature = signature
+        self.rules = rules
+        """The rules the reference fired at the failing step."""
 
 
 @dataclass
@@ -105,6 +113,8 @@ class FuzzReport:
     failures: list[Disagreement]
     exercised: Exercised
     seed: int = 0
+    findings: list[InvariantFinding] = field(default_factory=list)
+    """The reference's own invariant violations (each invariant once, shrunk)."""
 
 
 def proposal(step: Step, kinds: frozenset[str]) -> Step | None:
@@ -161,6 +171,9 @@ class Judge:
         self.monitor: SafetyMonitor | None = None
         self.frontier: Frontier | None = None
         self.produced = 0
+        self.invariants = True
+        self.broken: dict[str, int] = {}
+        """Invariant -> the number of the step after which the reference first broke it, this run."""
 
     def lower(self, step: Step) -> Step | None:
         return proposal(step, self.kinds)
@@ -172,7 +185,7 @@ class Judge:
         return any(fnmatch.fnmatchcase(path, pattern) for pattern in self.ignored)
 
     def fail(self, signature: str, message: str) -> None:
-        raise Disagreement(message, self.trace, signature)
+        raise Disagreement(message, self.trace, signature, self.state.fired if self.state is not None else ())
 
     def start(self, config: Config) -> None:
         self.state = initial_state(config)
@@ -180,6 +193,7 @@ class Judge:
         self.monitor = SafetyMonitor(config.replicas, self.generation.value)
         self.frontier = Frontier(self.state, self.lacking) if self.level == "settled" else None
         self.produced = 0
+        self.broken = {}
         try:
             self.adapter.reset(config.to_dict())
         except AdapterError as exc:
@@ -187,7 +201,12 @@ class Judge:
 
     def _reference(self, step: Step) -> None:
         assert self.state is not None
-        self.state = apply(self.state, step)
+        before = self.state
+        self.state = apply(before, step)
+        if self.invariants:
+            for violation in check(self.state, before):
+                self.broken.setdefault(violation.invariant, len(self.trace.taken) + 1)
+        self.trace.taken.append(step)
         self.stats.steps[step.kind] += 1
         self.stats.rules.update(self.state.fired)
         self.trace.steps.append(wire_step(step, self.produced))
@@ -308,69 +327,134 @@ def random_run(
     return None
 
 
-def shrink(judge: Judge, failure: Disagreement, budget: int = SHRINK_REPLAYS) -> Disagreement:
-    """A smaller run failing the same way: steps removed in chunks (halves down to single
-    steps), each step simplified (``distribution.simpler``), then the config simplified,
-    until nothing more helps or ``budget`` replays are spent."""
-    best = failure
-    config = failure.trace.config
-    assert config is not None
+Attempt = Callable[[Config, list[Step]], list[Step] | None]
+"""Replays a run; the steps taken up to the failure when it fails the same way, else None."""
+
+
+def shrink_run(
+    config: Config, steps: list[Step], fails: Attempt, budget: int = SHRINK_REPLAYS
+) -> tuple[Config, list[Step]]:
+    """A smaller run that ``fails`` the same way: steps removed in chunks (halves down to
+    single steps, from the end), each step simplified (``distribution.simpler``), then the
+    config simplified, until nothing more helps or ``budget`` replays are spent."""
+    best = list(steps)
     spent = 0
 
-    def attempt(cfg: Config, steps: list[Step]) -> bool:
-        nonlocal best, spent
-        if spent >= budget:
+    def attempt(cfg: Config, candidate: list[Step]) -> bool:
+        nonlocal best, spent, config
+        if spent >= budget or (cfg == config and candidate == best):
             return False
         spent += 1
-        found = judge.replay(cfg, steps)
-        if found is None or found.signature != failure.signature:
+        taken = fails(cfg, candidate)
+        if taken is None or len(taken) > len(best) or (taken == best and cfg == config):
             return False
-        if (len(found.trace.sent), len(found.trace.steps)) > (len(best.trace.sent), len(best.trace.steps)):
-            return False
-        if found.trace.sent == best.trace.sent and cfg == config:
-            return False
-        best = found
+        best, config = taken, cfg
         return True
 
     improved = True
     while improved and spent < budget:
         improved = False
-        # remove chunks, largest first, from the end towards the start
-        size = max(1, len(best.trace.sent) // 2)
+        size = max(1, len(best) // 2)
         while size >= 1 and spent < budget:
-            start = len(best.trace.sent) - size
+            start = len(best) - size
             while start >= 0 and spent < budget:
-                steps = best.trace.sent
-                if attempt(config, steps[:start] + steps[start + size :]):
+                if attempt(config, best[:start] + best[start + size :]):
                     improved = True
-                    start = min(start, len(best.trace.sent)) - size
+                    start = min(start, len(best)) - size
                 else:
                     start -= 1
             size //= 2
-        # simplify each step
         i = 0
-        while i < len(best.trace.sent) and spent < budget:
-            for simple in simpler(best.trace.sent[i]):
-                steps = best.trace.sent
-                if attempt(config, [*steps[:i], simple, *steps[i + 1 :]]):
+        while i < len(best) and spent < budget:
+            for simple in simpler(best[i]):
+                if attempt(config, [*best[:i], simple, *best[i + 1 :]]):
                     improved = True
                     break
             i += 1
-        # simplify the config
-        for simple_config in _simpler_configs(config, best.trace.sent):
-            if attempt(simple_config, best.trace.sent):
-                config = simple_config
-                improved = True
-    return best
+        for simple_config, simple_steps in _simpler_runs(config, best):
+            improved |= attempt(simple_config, simple_steps)
+    return config, best
 
 
-def _simpler_configs(config: Config, steps: list[Step]) -> list[Config]:
-    named = {getattr(s, a) for s in steps for a in ("replica", "leader", "to") if getattr(s, a, None)}
-    named |= {n for s in steps for n in (getattr(s, "notify", None) or ())}
-    out = []
-    if len(config.replicas) > 2 and config.replicas[-1] not in named and config.replicas[-1] != config.leader_at_start:
-        fewer = config.replicas[:-1]
-        out.append(replace(config, replicas=fewer, min_insync_replicas=min(config.min_insync_replicas, len(fewer))))
+def shrink(judge: Judge, failure: Disagreement, budget: int = SHRINK_REPLAYS) -> Disagreement:
+    """``failure`` shrunk (``shrink_run``): the smallest run found failing with its signature."""
+    assert failure.trace.config is not None
+
+    def fails(cfg: Config, steps: list[Step]) -> list[Step] | None:
+        found = judge.replay(cfg, steps)
+        return list(found.trace.sent) if found is not None and found.signature == failure.signature else None
+
+    config, steps = shrink_run(failure.trace.config, list(failure.trace.sent), fails, budget)
+    final = judge.replay(config, steps)
+    return final if final is not None and final.signature == failure.signature else failure
+
+
+@dataclass(frozen=True)
+class InvariantFinding:
+    """The reference broke one of the spec's invariants in a random run (shrunk): expected
+    under ``hw-truncation`` for StrongIsr and AckedNotLost (KIP-101's divergence and data
+    loss), a spec bug anywhere else."""
+
+    invariant: str
+    detail: str
+    config: Config
+    path: tuple[Step, ...]
+    expected: bool
+    seconds: float
+    """Since the fuzzing started, until the shrunk witness was ready."""
+
+
+def reference_breaks(invariant: str) -> Attempt:
+    """An ``Attempt`` for shrinking: the reference alone, checking ``invariant`` after every step."""
+
+    def fails(config: Config, steps: list[Step]) -> list[Step] | None:
+        state = initial_state(config)
+        taken: list[Step] = []
+        for step in steps:
+            try:
+                after = apply(state, step)
+            except StepRejected:
+                continue
+            taken.append(step)
+            if any(v.invariant == invariant for v in check(after, state)):
+                return taken
+            state = after
+        return None
+
+    return fails
+
+
+def _invariant_finding(invariant: str, config: Config, steps: list[Step], started: float) -> InvariantFinding:
+    config, path = shrink_run(config, steps, reference_breaks(invariant))
+    state = initial_state(config)
+    detail = ""
+    for step in path:
+        before, state = state, apply(state, step)
+        detail = next((v.detail for v in check(state, before) if v.invariant == invariant), detail)
+    expected = invariant in EXPECTED_VIOLATIONS.get(config.generation, frozenset())
+    return InvariantFinding(invariant, detail, config, tuple(path), expected, time.perf_counter() - started)
+
+
+def _simpler_runs(config: Config, steps: list[Step]) -> list[tuple[Config, list[Step]]]:
+    """Simpler configs for shrinking: a replica fewer (with the steps that name it gone), the
+    replicas named A, B, ... in order, each setting back to its default."""
+    out: list[tuple[Config, list[Step]]] = []
+    if len(config.replicas) > 2:
+        for gone in config.replicas:
+            if gone == config.leader_at_start:
+                continue
+            fewer = tuple(r for r in config.replicas if r != gone)
+            cfg = replace(config, replicas=fewer, min_insync_replicas=min(config.min_insync_replicas, len(fewer)))
+            out.append((cfg, [_without(s, gone) for s in steps if not _names(s, gone)]))
+    canonical = NAMES[: len(config.replicas)]
+    if config.replicas != canonical:
+        rename = dict(zip(config.replicas, canonical, strict=True))
+        cfg = replace(
+            config,
+            replicas=canonical,
+            initial_leader=None if config.initial_leader is None else rename[config.initial_leader],
+        )
+        out.append((cfg, [_renamed(s, rename) for s in steps]))
     defaults = Config()
     for name in (
         "initial_leader",
@@ -382,8 +466,30 @@ def _simpler_configs(config: Config, steps: list[Step]) -> list[Config]:
         "replica_lag_time_max_ms",
     ):
         if getattr(config, name) != getattr(defaults, name):
-            out.append(replace(config, **{name: getattr(defaults, name)}))
+            out.append((replace(config, **{name: getattr(defaults, name)}), steps))
     return out
+
+
+_NAMING = ("replica", "leader", "to")
+
+
+def _names(step: Step, replica: str) -> bool:
+    return any(getattr(step, a, None) == replica for a in _NAMING)
+
+
+def _without(step: Step, replica: str) -> Step:
+    notify = getattr(step, "notify", None)
+    if notify and replica in notify:
+        return replace(step, notify=tuple(n for n in notify if n != replica))  # type: ignore[type-var]
+    return step
+
+
+def _renamed(step: Step, rename: dict[str, str]) -> Step:
+    changes: dict[str, Any] = {a: rename[v] for a in _NAMING if (v := getattr(step, a, None)) in rename}
+    notify = getattr(step, "notify", None)
+    if notify:
+        changes["notify"] = tuple(rename.get(n, n) for n in notify)
+    return replace(step, **changes) if changes else step  # type: ignore[type-var]
 
 
 def fuzz_all(
@@ -398,13 +504,16 @@ def fuzz_all(
     seed: int | None = None,
     weights: Mapping[str, int] = WEIGHTS,
     stop_at_first: bool = False,
+    witnesses: int = WITNESSES,
     on_run: Callable[[int], None] | None = None,
 ) -> FuzzReport:
     """``examples`` random runs of at most ``steps`` steps; every distinct failure, shrunk.
 
     ``seed`` makes the runs reproducible (``derandomize`` is seed 0); without either a
-    fresh seed is drawn and reported in ``FuzzReport.seed``. ``stop_at_first``: stop after
-    the first failure (shrunk), as ``kconform sensitivity`` needs only one kill."""
+    fresh seed is drawn and reported in ``FuzzReport.seed``. ``witnesses``: how many failing
+    runs of one kind are shrunk (the shortest witness is kept: shrinking finds a local
+    minimum, and another run often leads to a shorter one). ``stop_at_first``: stop once the
+    first kind of failure has its witnesses, as ``kconform sensitivity`` needs only one kill."""
     if seed is None:
         seed = 0 if derandomize else random.SystemRandom().randrange(2**32)
     stats = Exercised()
@@ -412,12 +521,21 @@ def fuzz_all(
     judge = Judge(adapter, generation, level, ignore, stats)
     rng = random.Random(seed)
     found: dict[str, Disagreement] = {}
+    broken: dict[str, InvariantFinding] = {}
+    shrunk: Counter[str] = Counter()
     try:
         for n in range(examples):
             failure = random_run(judge, rng, steps, weights)
             if on_run is not None:
                 on_run(n + 1)
-            if failure is None or failure.signature in found:
+            run = judge.trace
+            for invariant, at in judge.broken.items():
+                if shrunk[invariant] < witnesses and run.config is not None:
+                    shrunk[invariant] += 1
+                    finding = _invariant_finding(invariant, run.config, run.taken[:at], started)
+                    if invariant not in broken or len(finding.path) < len(broken[invariant].path):
+                        broken[invariant] = finding
+            if failure is None or shrunk[failure.signature] >= witnesses:
                 continue
             again = judge.replay(failure.trace.config, list(failure.trace.sent))  # type: ignore[arg-type]
             if again is None or again.signature != failure.signature:
@@ -425,13 +543,20 @@ def fuzz_all(
                     "the implementation is not deterministic on replay: a failing run "
                     f"({failure.signature}) did not fail the same way when replayed"
                 )
-            found[failure.signature] = shrink(judge, failure)
-            if stop_at_first:
+            shrunk[failure.signature] += 1
+            small = shrink(judge, failure)
+            if failure.signature not in found or _size(small) < _size(found[failure.signature]):
+                found[failure.signature] = small
+            if stop_at_first and shrunk[failure.signature] >= witnesses:
                 break
     finally:
         adapter.close()
     stats.seconds = time.perf_counter() - started
-    return FuzzReport(list(found.values()), stats, seed)
+    return FuzzReport(list(found.values()), stats, seed, list(broken.values()))
+
+
+def _size(failure: Disagreement) -> tuple[int, int]:
+    return len(failure.trace.sent), len(failure.trace.steps)
 
 
 def fuzz(
