@@ -325,9 +325,15 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
+    from .distribution import WeightsError, parse_weights
+    from .explore import witness_fixture as invariant_witness
     from .registry import UnknownImplementation, resolve
-    from .stateful import fuzz_all, witness_fixture  # hypothesis is only needed here
+    from .stateful import fuzz_all, witness_fixture
 
+    try:
+        weights = parse_weights(args.weights or "")
+    except WeightsError as exc:
+        _fail(str(exc))
     try:
         adapter = resolve(args.impl, timeout_s=args.timeout, start_timeout_s=args.start_timeout)
     except UnknownImplementation as exc:
@@ -336,23 +342,47 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     generation = Generation(args.generation)
     try:
         report = fuzz_all(
-            adapter, generation, args.examples, args.steps, args.derandomize, level=args.level, ignore=ignore
+            adapter,
+            generation,
+            args.examples,
+            args.steps,
+            args.derandomize,
+            level=args.level,
+            ignore=ignore,
+            seed=args.seed,
+            weights=weights,
         )
     except AdapterError as exc:
         _fail(f"implementation {args.impl!r} cannot start: {exc.message}\n{exc.detail}")
     ex = report.exercised
     kinds = ", ".join(f"{k} {n}" for k, n in ex.steps.most_common())
     rules = ", ".join(f"{k} {n}" for k, n in sorted(ex.rules.items()))
+    rate = ex.total_steps / ex.seconds if ex.seconds else 0.0
     summary = (
-        f"exercised ({ex.runs} runs, shrinking included): steps: {kinds or 'none'}\nrules fired: {rules or 'none'}\n"
+        f"exercised ({ex.runs} runs + {ex.shrink_runs} replays to shrink, {ex.total_steps} steps, "
+        f"{ex.seconds:.1f} s, {rate:,.0f} steps/s; seed {report.seed}): steps: {kinds or 'none'}\n"
+        f"rules fired: {rules or 'none'}\n"
     )
+    args.witness.parent.mkdir(parents=True, exist_ok=True)
+    unexpected = 0
+    found = ""
+    for finding in report.findings:
+        path = args.witness.with_name(f"{args.witness.stem}-{finding.invariant.lower()}{args.witness.suffix}")
+        title = f"A run where the reference breaks {finding.invariant} ({finding.detail})"
+        name = f"fuzz-{generation.value}-{finding.invariant.lower()}"
+        path.write_text(invariant_witness(finding.config, finding.path, name, title), encoding="utf-8")
+        note = "expected in this generation" if finding.expected else "UNEXPECTED: a spec bug"
+        unexpected += not finding.expected
+        found += (
+            f"the reference breaks {finding.invariant} after {_plural(len(finding.path), 'step')} ({note}; "
+            f"shrunk witness after {finding.seconds:.1f} s): {finding.detail}\n   witness fixture: {path}\n"
+        )
     if not report.failures:
         met = f"{args.impl} met level {args.level} on {args.examples} random runs ({args.generation})\n"
         if args.level != "safety":
             met += f"{args.impl} agreed with the reference on {args.examples} random runs\n"
-        _emit(met + summary)
-        return 0
-    args.witness.parent.mkdir(parents=True, exist_ok=True)
+        _emit(met + found + summary)
+        return 1 if unexpected else 0
     _emit(f"{args.impl} fails level {args.level}: {_plural(len(report.failures), 'distinct failure')} (each shrunk)\n")
     for n, failure in enumerate(report.failures, 1):
         path = args.witness if n == 1 else args.witness.with_name(f"{args.witness.stem}-{n}{args.witness.suffix}")
@@ -362,7 +392,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
             f"\n{n}. {failure.reason}\n   after {_plural(len(failure.trace.steps), 'step')}; witness fixture: {path}\n"
             f"   replay: kconform run --impl '{args.impl}'{level} --fixtures {path}\n"
         )
-    _emit("\n" + summary)
+    _emit("\n" + found + summary)
     return 1
 
 
@@ -634,7 +664,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=Path("out/fuzz-witness.yaml"),
         help="where to write the shrunk failing run (default: out/fuzz-witness.yaml)",
     )
-    fz.add_argument("--derandomize", action="store_true", help="the same runs every time (for CI)")
+    fz.add_argument("--derandomize", action="store_true", help="the same runs every time (for CI): --seed 0")
+    fz.add_argument("--seed", type=int, help="draw the runs from this seed (default: a fresh one, printed)")
+    fz.add_argument(
+        "--weights",
+        metavar="KIND=W,...",
+        help="relative weights of step kinds and combined steps (fetch_all, deliver_all) over the defaults, "
+        "e.g. 'crash=5,consume=0' (docs/suite-strength.md, 'The fuzzer's distribution')",
+    )
     fz.add_argument(
         "--level",
         choices=LEVELS,

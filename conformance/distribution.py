@@ -87,16 +87,17 @@ class RandomChooser:
 
 
 class DataChooser:
-    """Choices drawn through hypothesis (``st.data()``), so a property test shrinks them."""
+    """Choices drawn through hypothesis, so a property test shrinks them: give it
+    ``data.draw`` of ``st.data()`` or the ``draw`` of an ``st.composite``."""
 
-    def __init__(self, data: Any) -> None:
+    def __init__(self, draw: Callable[[Any], Any]) -> None:
         from hypothesis import strategies as st
 
-        self.data = data
+        self.draw = draw
         self.st = st
 
     def integer(self, lo: int, hi: int) -> int:
-        return int(self.data.draw(self.st.integers(lo, hi))) if hi > lo else lo
+        return int(self.draw(self.st.integers(lo, hi))) if hi > lo else lo
 
     def weighted(self, weights: Sequence[int]) -> int:
         cumulative = list(itertools.accumulate(weights))
@@ -140,7 +141,11 @@ def configs(generation: Generation, sizes: Sequence[int] = (2, 3, 4, 5)) -> Any:
     """The same configs as a hypothesis strategy (for property tests)."""
     from hypothesis import strategies as st
 
-    return st.data().map(lambda data: draw_config(DataChooser(data), generation, sizes))
+    @st.composite
+    def build(draw: Any) -> Config:
+        return draw_config(DataChooser(draw), generation, sizes)
+
+    return build()
 
 
 # --- weights ---------------------------------------------------------------------------

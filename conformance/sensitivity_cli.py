@@ -68,10 +68,8 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     from .fixtures import fixture_files
 
     searching = args.fuzz_budget > 0 or args.explore_depth > 0
-    if searching and args.fixtures and not fixture_files(args.fixtures):
-        fixtures = []  # an empty folder: measure fuzz and explore alone
-    else:
-        fixtures = _select(args)
+    # an empty folder measures fuzz and explore alone
+    fixtures = [] if searching and args.fixtures and not fixture_files(args.fixtures) else _select(args)
     generations = [Generation(g) for g in args.generation] or list(Generation)
     show = not args.no_progress and args.format == "terminal" and sys.stderr.isatty()
     done = [0]

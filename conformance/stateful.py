@@ -64,6 +64,8 @@ SHRINK_REPLAYS = 600
 """At most this many replays to shrink one failing run (each at most the run's length)."""
 WITNESSES = 3
 """Failing runs shrunk per kind of failure; the shortest witness is kept."""
+INVARIANT_WITNESSES = 10
+"""Runs shrunk per invariant the reference breaks (cheap: the reference alone is replayed)."""
 
 
 @dataclass
@@ -530,7 +532,7 @@ def fuzz_all(
                 on_run(n + 1)
             run = judge.trace
             for invariant, at in judge.broken.items():
-                if shrunk[invariant] < witnesses and run.config is not None:
+                if shrunk[invariant] < INVARIANT_WITNESSES and run.config is not None:
                     shrunk[invariant] += 1
                     finding = _invariant_finding(invariant, run.config, run.taken[:at], started)
                     if invariant not in broken or len(finding.path) < len(broken[invariant].path):

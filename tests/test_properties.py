@@ -1,7 +1,7 @@
 """Property tests: the invariants over random runs of enabled steps.
 
 Under ``leader-epoch`` and ``diverging-epoch`` every invariant holds after every step of
-any run. Under ``hw-truncation`` hypothesis finds, on its own, a run that breaks one: the
+any run (drawn from the fuzzer's distribution, ``conformance/distribution.py``). Under ``hw-truncation`` hypothesis finds, on its own, a run that breaks one: the
 KIP-101 stories are not special cases but what that generation allows.
 """
 
@@ -13,37 +13,40 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from reference_impl import Config, Generation, State, apply, check, enabled_steps, epoch_cache, hw, initial_state
+from conformance.distribution import DataChooser, configs, draw_steps
+from reference_impl import (
+    Config,
+    Generation,
+    State,
+    StepRejected,
+    apply,
+    check,
+    enabled_steps,
+    epoch_cache,
+    hw,
+    initial_state,
+)
 from reference_impl.steps import Crash
 
 
-@st.composite
-def configs(draw: st.DrawFn, generation: Generation, sizes: tuple[int, ...] = (2, 3)) -> Config:
-    replicas = ("A", "B", "C")[: draw(st.sampled_from(sizes))]
-    return Config(
-        replicas=replicas,
-        generation=generation,
-        min_insync_replicas=draw(st.integers(1, len(replicas))),
-        unclean_leader_election=draw(st.booleans()),
-        replica_lag_time_max_ms=1000,
-        replica_fetch_wait_max_ms=500,
-        replica_high_watermark_checkpoint_interval_ms=draw(st.sampled_from([0, 500])),
-        request_timeout_ms=draw(st.sampled_from([1000, 30000])),
-    )
-
-
 def random_run(data: st.DataObject, config: Config, max_steps: int) -> tuple[State, list[str]]:
-    """Walk ``max_steps`` enabled steps chosen by hypothesis; return violations seen."""
+    """Walk up to ``max_steps`` enabled steps drawn as ``kconform fuzz`` draws them (weighted
+    kinds, drawn parameters, combined steps: ``conformance.distribution``), through
+    hypothesis so a failure shrinks; return the violations seen."""
+    chooser = DataChooser(data.draw)
     state = initial_state(config)
     violations = [str(v) for v in check(state)]
     for _ in range(data.draw(st.integers(0, max_steps), label="length")):
-        choices = enabled_steps(state)
-        if not choices:
+        batch = draw_steps(chooser, state)
+        if not batch:
             break
-        step = data.draw(st.sampled_from(choices), label="step")
-        before = state
-        state = apply(state, step)
-        violations += [f"after {step}: {v}" for v in check(state, before)]
+        for step in batch:
+            before = state
+            try:
+                state = apply(state, step)
+            except StepRejected:  # a drawn parameter the reference does not allow here
+                continue
+            violations += [f"after {step}: {v}" for v in check(state, before)]
         if violations:
             break
     return state, violations
