@@ -32,6 +32,7 @@ from dataclasses import MISSING, fields, replace
 from typing import Any, Protocol
 
 from reference_impl import Config, Generation, State, Step, enabled_steps
+from reference_impl.enabled import candidate_steps
 from reference_impl.steps import Consume, Crash, Elect, Fetch, Produce, Tick
 
 WEIGHTS: dict[str, int] = {
@@ -48,15 +49,20 @@ WEIGHTS: dict[str, int] = {
     "elect": 3,
     "restart": 3,
     "crash": 2,
+    "refused": 2,
 }
 """Default relative weight of each step kind (and combined step) among the enabled ones:
 replication chains (fetch, deliver, produce) dominate, crashes and elections are rarer.
-``kconform fuzz --weights fetch=30,crash=0`` changes them; weight 0 never draws a kind."""
+``refused``: a step whose precondition does not hold (a fetch while one is in flight, a
+controlled election of a replica outside the ISR, ...), which the implementation must
+refuse as the reference does. ``kconform fuzz --weights fetch=30,crash=0`` changes them;
+weight 0 never draws a kind."""
 
 OTHER_WEIGHT = 3
 """The weight of a step kind not in ``WEIGHTS`` (one the reference added since)."""
 
 COMBINED = ("fetch_all", "deliver_all")
+REFUSED = "refused"
 """Combined steps: several steps of one kind drawn as one choice (each judged on its own)."""
 
 
@@ -191,16 +197,24 @@ def tick_lengths(config: Config) -> tuple[int, ...]:
     return tuple(dict.fromkeys(ms for ms in lengths if ms > 0))
 
 
-def enabled_by_kind(state: State, lower: Lower | None = None) -> dict[str, list[Step]]:
+def enabled_by_kind(state: State, lower: Lower | None = None, refused: bool = True) -> dict[str, list[Step]]:
     """The enabled steps (lowered for the implementation), grouped by kind, plus the
-    combined steps when they would take more than one step."""
+    combined steps when they would take more than one step, and (``refused``) the candidate
+    steps that are not enabled."""
     by_kind: dict[str, list[Step]] = {}
-    for step in enabled_steps(state):
+    enabled = enabled_steps(state)
+    for step in enabled:
         proposed = step if lower is None else lower(step)
         if proposed is not None:
             group = by_kind.setdefault(proposed.kind, [])
             if proposed not in group:
                 group.append(proposed)
+    if refused:
+        allowed = set(enabled)
+        others = [c for c in candidate_steps(state) if c not in allowed]
+        lowered = [p for p in (c if lower is None else lower(c) for c in others) if p is not None]
+        if lowered:
+            by_kind[REFUSED] = lowered
     fetches = by_kind.get("fetch") or by_kind.get("fetch_round") or []
     if len(fetches) > 1:
         by_kind["fetch_all"] = fetches
@@ -215,19 +229,22 @@ def draw_steps(
     weights: Mapping[str, int] = WEIGHTS,
     lower: Lower | None = None,
     honours: Callable[[Step], bool] | None = None,
+    refused: bool = True,
 ) -> list[Step]:
     """One weighted choice in ``state``: one step, or several for a combined step; empty
     when nothing is enabled (or every enabled kind has weight 0).
 
     ``honours``: whether the implementation honours a step's optional fields (a step it
-    does not is drawn with its defaults)."""
-    by_kind = enabled_by_kind(state, lower)
+    does not is drawn with its defaults). ``refused``: also draw steps that are not enabled."""
+    by_kind = enabled_by_kind(state, lower, refused)
     kinds = [k for k in by_kind if weights.get(k, OTHER_WEIGHT) > 0]
     if not kinds:
         return []
     kind = kinds[chooser.weighted([weights.get(k, OTHER_WEIGHT) for k in kinds])]
     if kind in COMBINED:
         return by_kind[kind]
+    if kind == REFUSED:
+        return [pick(chooser, by_kind[kind])]
     step = pick(chooser, by_kind[kind])
     varied = vary(chooser, state, step)
     return [varied if honours is None or honours(varied) else step]

@@ -28,7 +28,8 @@ PROPERTIES: dict[str, str] = {
     "(LeaderHwMonotonic)",
     "SAFE-EPOCHS-INCREASE": "the controller's epoch and each replica's known epoch never decrease (EpochsIncrease)",
     "SAFE-ONE-LEADER": "no two online replicas lead the same epoch (OneLeaderPerEpoch)",
-    "SAFE-STRONG-ISR": "every online ISR member holds the current leader's records below the leader's hw (StrongIsr)",
+    "SAFE-STRONG-ISR": "every online ISR member holds the current leader's records below the leader's hw, unless a "
+    "power failure happened (StrongIsr)",
     "SAFE-ACKED": "records acknowledged to an acks=all producer or returned to a consumer stay in the current "
     "leader's log at their offsets, unless an unclean election or a power failure happened (AckedNotLost)",
     "SAFE-CONSUMER-BELOW-HW": "a consumer gets only records below the leader's hw (ConsumerBelowHw)",
@@ -58,6 +59,8 @@ class SafetyMonitor:
     """offset -> ``value@epoch`` of every record acknowledged (acks=all) or consumed."""
     guarantee_given_up: str = ""
     """Why SAFE-ACKED no longer applies (an unclean election, a power failure)."""
+    power_failure: bool = False
+    """A power failure happened: SAFE-STRONG-ISR no longer applies either."""
     _pending: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
     _acks_all: set[str] = field(default_factory=set)
 
@@ -72,6 +75,8 @@ class SafetyMonitor:
             out += _consumer_findings(obs)
         out += self._acked_findings(obs)
         weak = WEAK_GENERATIONS.get(self.generation, frozenset())
+        if self.power_failure:
+            weak |= {"SAFE-STRONG-ISR"}
         self.previous = dict(obs)
         return [f for f in out if f.property not in weak]
 
@@ -80,6 +85,7 @@ class SafetyMonitor:
     def _history(self, step: Mapping[str, Any], before: Mapping[str, Any] | None, obs: Mapping[str, Any]) -> None:
         kind = step.get("kind")
         if kind == "crash" and step.get("unflushed_from") is not None:
+            self.power_failure = True
             self.guarantee_given_up = self.guarantee_given_up or "a power failure (crash with unflushed_from)"
         if kind == "elect" and before is not None:
             leader = obs.get("leader")

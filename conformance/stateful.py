@@ -79,6 +79,8 @@ class Trace:
     level: str = "exact"
     sent: list[Step] = field(default_factory=list)
     """The steps sent to the implementation (what shrinking removes and simplifies)."""
+    rejected: dict[int, str] = field(default_factory=dict)
+    """Index in ``steps`` -> the rule of a step the reference refuses (the implementation must too)."""
     taken: list[Step] = field(default_factory=list)
     """The steps the reference took (the sent ones and answers delivered by themselves)."""
 
@@ -222,8 +224,8 @@ class Judge:
         number = len(self.trace.steps) + 1
         try:
             self._reference(chosen)
-        except StepRejected:  # a drawn parameter the reference does not allow here: not sent
-            return False
+        except StepRejected as exc:
+            return self._refused(chosen, do, number, exc)
         self.trace.sent.append(chosen)
         fired = " ".join(self.state.fired)
         after_step = self.state
@@ -294,6 +296,28 @@ class Judge:
             )
         return True
 
+    def _refused(self, chosen: Step, do: dict[str, Any], number: int, exc: StepRejected) -> bool:
+        """A step the reference refuses: the implementation must refuse it too (not judged,
+        and not sent, at level safety)."""
+        if self.level == "safety":
+            return False
+        self.trace.sent.append(chosen)
+        self.trace.rejected[len(self.trace.steps)] = exc.rule
+        self.trace.steps.append(do)
+        self.trace.observations.append(self.trace.observations[-1] if self.trace.observations else {})
+        self.stats.steps["refused"] += 1
+        try:
+            answer = self.adapter.step(do)
+        except AdapterError as exc2:
+            self.fail("error:step", f"step {number} {do}: the implementation failed: {exc2.message}")
+        if answer.rejected is None:
+            self.fail(
+                f"{self.level}:(refused)",
+                f"step {number} {do}: the reference refuses it ({exc.rule}: {exc.reason}), "
+                f"the implementation performs it",
+            )
+        return True
+
     def replay(self, config: Config, steps: list[Step]) -> Disagreement | None:
         """Run ``steps`` from a reset (skipping those the reference rejects); the failure, if any."""
         self.stats.shrink_runs += 1
@@ -303,6 +327,8 @@ class Judge:
                 self.take(step)
         except Disagreement as exc:
             return exc
+        except Exception:  # an in-process implementation crashing on a smaller run: not the same failure
+            return None
         return None
 
 
@@ -318,7 +344,7 @@ def random_run(
         taken = 0
         while taken < steps:
             assert judge.state is not None
-            batch = draw_steps(chooser, judge.state, weights, judge.lower, judge.honours)
+            batch = draw_steps(chooser, judge.state, weights, judge.lower, judge.honours, judge.level != "safety")
             if not batch:
                 break
             for step in batch[: steps - taken]:
@@ -447,16 +473,9 @@ def _simpler_runs(config: Config, steps: list[Step]) -> list[tuple[Config, list[
                 continue
             fewer = tuple(r for r in config.replicas if r != gone)
             cfg = replace(config, replicas=fewer, min_insync_replicas=min(config.min_insync_replicas, len(fewer)))
-            out.append((cfg, [_without(s, gone) for s in steps if not _names(s, gone)]))
-    canonical = NAMES[: len(config.replicas)]
-    if config.replicas != canonical:
-        rename = dict(zip(config.replicas, canonical, strict=True))
-        cfg = replace(
-            config,
-            replicas=canonical,
-            initial_leader=None if config.initial_leader is None else rename[config.initial_leader],
-        )
-        out.append((cfg, [_renamed(s, rename) for s in steps]))
+            out.append(_canonical(cfg, [_without(s, gone) for s in steps if not _names(s, gone)]))
+    if config.replicas != NAMES[: len(config.replicas)]:
+        out.append(_canonical(config, steps))
     defaults = Config()
     for name in (
         "initial_leader",
@@ -470,6 +489,17 @@ def _simpler_runs(config: Config, steps: list[Step]) -> list[tuple[Config, list[
         if getattr(config, name) != getattr(defaults, name):
             out.append((replace(config, **{name: getattr(defaults, name)}), steps))
     return out
+
+
+def _canonical(config: Config, steps: list[Step]) -> tuple[Config, list[Step]]:
+    """The same run with the replicas named A, B, ... in their order."""
+    rename = dict(zip(config.replicas, NAMES, strict=False))
+    cfg = replace(
+        config,
+        replicas=tuple(rename[r] for r in config.replicas),
+        initial_leader=None if config.initial_leader is None else rename[config.initial_leader],
+    )
+    return cfg, [_renamed(s, rename) for s in steps]
 
 
 _NAMING = ("replica", "leader", "to")
@@ -577,12 +607,15 @@ def fuzz(
 
 
 def witness_fixture(trace: Trace, fixture_id: str = "fuzz-witness", reason: str = "") -> str:
-    """The failing run as a fixture: every step, the last one expecting the reference's
-    whole observation (the runner compares what the implementation exposes; a safety
-    failure replays with ``kconform run --level safety``)."""
+    """The failing run as a fixture: every step (those the reference refuses expected to be
+    refused), the last one expecting the reference's whole observation (the runner
+    compares what the implementation exposes; a safety failure replays with
+    ``kconform run --level safety``)."""
     assert trace.config is not None
     steps: list[dict[str, Any]] = [{"do": {k: v for k, v in do.items() if v is not None}} for do in trace.steps]
-    if steps and trace.level != "safety":
+    for index, rule in trace.rejected.items():
+        steps[index]["expect_rejected"] = rule
+    if steps and trace.level != "safety" and len(steps) - 1 not in trace.rejected:
         steps[-1]["expect"] = trace.observations[-1]
     config = {k: v for k, v in trace.config.to_dict().items() if v is not None}
     generation = config.pop("generation")

@@ -76,3 +76,26 @@ def test_incremental_equals_full_on_long_histories(generation: Generation) -> No
         assert check(after, state) == check(after, state, incremental=False), (i, step)
         state = after
     assert len(state.committed) > 64
+
+
+def test_a_power_failure_gives_strong_isr_up() -> None:
+    """An ISR follower that loses its unflushed tail is still in the ISR when it restarts
+    (Kafka's unclean shutdown, KIP-966): StrongIsr, like AckedNotLost, is given up, in the
+    model's invariants and in the safety properties over observations. Found by kconform
+    fuzz once its crashes lost unflushed tails."""
+    from conformance.safety import SafetyMonitor
+    from reference_impl import Config, apply, check, initial_state, observe
+    from reference_impl.steps import Crash, DeliverFetch, Fetch, Produce, Restart
+
+    steps = [Produce(("v1", "v2")), Fetch("B"), DeliverFetch("B"), Fetch("B"), Crash("B", unflushed_from=1)]
+    for power_failure in (False, True):
+        state = initial_state(Config(replicas=("A", "B")))
+        monitor = SafetyMonitor(("A", "B"), "leader-epoch")
+        found: list[str] = []
+        for step in [*steps[:-1], Crash("B", unflushed_from=1 if power_failure else None), Restart("B")]:
+            before, state = state, apply(state, step)
+            found += [v.invariant for v in check(state, before)]
+            found += [f.property for f in monitor.observe({"kind": step.kind, **vars(step)}, observe(state))]
+        assert state.controller.isr == ("A", "B") and state.replica("A").hw == 2
+        assert found == []
+        assert state.replica("B").leo == (1 if power_failure else 2)

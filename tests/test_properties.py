@@ -1,8 +1,9 @@
 """Property tests: the invariants over random runs of enabled steps.
 
 Under ``leader-epoch`` and ``diverging-epoch`` every invariant holds after every step of
-any run (drawn from the fuzzer's distribution, ``conformance/distribution.py``). Under ``hw-truncation`` hypothesis finds, on its own, a run that breaks one: the
-KIP-101 stories are not special cases but what that generation allows.
+any run (drawn from the fuzzer's distribution, ``conformance/distribution.py``). Under
+``hw-truncation`` hypothesis finds, on its own, a run that breaks one: the KIP-101 stories
+are not special cases but what that generation allows.
 """
 
 from __future__ import annotations
