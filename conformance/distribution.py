@@ -197,30 +197,32 @@ def tick_lengths(config: Config) -> tuple[int, ...]:
     return tuple(dict.fromkeys(ms for ms in lengths if ms > 0))
 
 
-def enabled_by_kind(state: State, lower: Lower | None = None, refused: bool = True) -> dict[str, list[Step]]:
+def enabled_by_kind(state: State, lower: Lower | None = None) -> dict[str, list[Step]]:
     """The enabled steps (lowered for the implementation), grouped by kind, plus the
-    combined steps when they would take more than one step, and (``refused``) the candidate
-    steps that are not enabled."""
+    combined steps when they would take more than one step."""
     by_kind: dict[str, list[Step]] = {}
-    enabled = enabled_steps(state)
-    for step in enabled:
-        proposed = step if lower is None else lower(step)
+    for step in enabled_steps(state):
+        if lower is None:
+            by_kind.setdefault(step.kind, []).append(step)
+            continue
+        proposed = lower(step)
         if proposed is not None:
             group = by_kind.setdefault(proposed.kind, [])
             if proposed not in group:
                 group.append(proposed)
-    if refused:
-        allowed = set(enabled)
-        others = [c for c in candidate_steps(state) if c not in allowed]
-        lowered = [p for p in (c if lower is None else lower(c) for c in others) if p is not None]
-        if lowered:
-            by_kind[REFUSED] = lowered
     fetches = by_kind.get("fetch") or by_kind.get("fetch_round") or []
     if len(fetches) > 1:
         by_kind["fetch_all"] = fetches
     if len(by_kind.get("deliver_fetch", ())) > 1:
         by_kind["deliver_all"] = by_kind["deliver_fetch"]
     return by_kind
+
+
+def refused_steps(state: State, lower: Lower | None = None) -> list[Step]:
+    """Candidate steps (``reference_impl.enabled.candidate_steps``) that are not enabled."""
+    allowed = set(enabled_steps(state))
+    others = [c for c in candidate_steps(state) if c not in allowed]
+    return others if lower is None else [p for p in map(lower, others) if p is not None]
 
 
 def draw_steps(
@@ -234,17 +236,23 @@ def draw_steps(
     """One weighted choice in ``state``: one step, or several for a combined step; empty
     when nothing is enabled (or every enabled kind has weight 0).
 
+    ``lower``: the step in the form the implementation performs (None: as it is).
     ``honours``: whether the implementation honours a step's optional fields (a step it
     does not is drawn with its defaults). ``refused``: also draw steps that are not enabled."""
-    by_kind = enabled_by_kind(state, lower, refused)
+    by_kind = enabled_by_kind(state, lower)
     kinds = [k for k in by_kind if weights.get(k, OTHER_WEIGHT) > 0]
+    if refused and weights.get(REFUSED, OTHER_WEIGHT) > 0:
+        kinds.append(REFUSED)  # computed only when drawn (most steps are not)
     if not kinds:
         return []
     kind = kinds[chooser.weighted([weights.get(k, OTHER_WEIGHT) for k in kinds])]
+    if kind == REFUSED:
+        others = refused_steps(state, lower)
+        if others:
+            return [pick(chooser, others)]
+        return draw_steps(chooser, state, weights, lower, honours, refused=False)
     if kind in COMBINED:
         return by_kind[kind]
-    if kind == REFUSED:
-        return [pick(chooser, by_kind[kind])]
     step = pick(chooser, by_kind[kind])
     varied = vary(chooser, state, step)
     return [varied if honours is None or honours(varied) else step]

@@ -182,6 +182,13 @@ class Judge:
     def lower(self, step: Step) -> Step | None:
         return proposal(step, self.kinds)
 
+    @property
+    def lowering(self) -> Callable[[Step], Step | None] | None:
+        """``lower``, or None for an implementation that performs every step kind as it is."""
+        from reference_impl import STEP_TYPES
+
+        return None if self.kinds >= set(STEP_TYPES) else self.lower
+
     def honours(self, step: Step) -> bool:
         return unsupported_step_field(step, self.description) is None
 
@@ -339,12 +346,15 @@ def random_run(
     chooser = RandomChooser(rng)
     config = draw_config(chooser, judge.generation)
     judge.stats.runs += 1
+    lowering = judge.lowering
+    honours = judge.honours if judge.description.step_fields else None
+    refused = judge.level != "safety"
     try:
         judge.start(config)
         taken = 0
         while taken < steps:
             assert judge.state is not None
-            batch = draw_steps(chooser, judge.state, weights, judge.lower, judge.honours, judge.level != "safety")
+            batch = draw_steps(chooser, judge.state, weights, lowering, honours, refused)
             if not batch:
                 break
             for step in batch[: steps - taken]:
