@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from reference_impl import Config, Generation, State, Step, enabled_steps
 from reference_impl.enabled import candidate_steps
-from reference_impl.steps import Consume, Crash, Elect, Fetch, Produce, Tick
+from reference_impl.steps import Consume, Crash, Elect, Fetch, FetchRound, Produce, Tick
 
 WEIGHTS: dict[str, int] = {
     "fetch": 20,
@@ -184,6 +184,21 @@ def parse_weights(text: str, base: Mapping[str, int] | None = None) -> dict[str,
 
 # --- steps -----------------------------------------------------------------------------
 
+SWARM_DROP = 4
+"""In a swarm run each kind is left out with probability 1 / SWARM_DROP."""
+
+
+def swarm(chooser: Chooser, weights: Mapping[str, int]) -> dict[str, int]:
+    """Weights for one run, swarm-testing style (Groce et al., "Swarm Testing", ISSTA 2012):
+    every other run leaves a random few kinds out, so runs differ in character (no crash at
+    all, no consume, no refused steps, ...) and rare interleavings of the remaining kinds
+    come up more often. Fetch, its delivery and produce always stay."""
+    if chooser.integer(0, 1) == 0:
+        return dict(weights)
+    kept = ("fetch", "deliver_fetch", "produce")
+    return {k: w if k in kept or chooser.integer(1, SWARM_DROP) > 1 else 0 for k, w in weights.items()}
+
+
 Lower = Callable[[Step], Step | None]
 """A step in the form the implementation performs, or None if it cannot (``stateful.proposal``)."""
 
@@ -269,10 +284,8 @@ def vary(chooser: Chooser, state: State, step: Step) -> Step:
         return replace(step, acks=acks, values=values, to=to)
     if isinstance(step, Tick):
         return Tick(ms=pick(chooser, tick_lengths(config)))
-    if isinstance(step, Fetch) or step.kind == "fetch_round":
-        if chooser.integer(0, 4) == 0:
-            return replace(step, max_records=1)  # type: ignore[type-var]
-        return step
+    if isinstance(step, Fetch | FetchRound):
+        return replace(step, max_records=1) if chooser.integer(0, 4) == 0 else step
     if isinstance(step, Consume):
         top = max(r.leo for r in state.replicas)
         return Consume(offset=chooser.integer(0, top + 1) if chooser.integer(0, 2) == 0 else 0)
@@ -285,7 +298,10 @@ def vary(chooser: Chooser, state: State, step: Step) -> Step:
         replica = state.replica(step.replica)
         if replica.leo == 0 or chooser.integer(0, 3):
             return step
-        return replace(step, unflushed_from=chooser.integer(min(replica.hw, replica.leo), replica.leo))
+        # mostly the tail above the HW; sometimes below it (the HW checkpoint can be ahead
+        # of what reached the disk: Kafka flushes the log and the checkpoint independently)
+        low = min(replica.hw, replica.leo) if chooser.integer(0, 1) else 0
+        return replace(step, unflushed_from=chooser.integer(low, replica.leo))
     return step
 
 
@@ -297,7 +313,7 @@ def simpler(step: Step) -> list[Step]:
         if f.default is MISSING:
             continue
         if getattr(step, f.name) != f.default:
-            out.append(replace(step, **{f.name: f.default}))  # type: ignore[type-var]
+            out.append(replace(step, **{f.name: f.default}))
     if isinstance(step, Produce) and len(step.values) > 1:
         out.append(replace(step, values=step.values[:1]))
     if isinstance(step, Tick) and step.ms > 1:

@@ -197,9 +197,11 @@ def replay(
     parents: dict[State, tuple[State | None, Step | None]],
     result: Exploration,
     on_path: Callable[[int], None] | None = None,
+    first: bool = False,
 ) -> Disagreement | None:
     """Replay every leaf path on ``adapter`` against the reference; keep the shortest
-    disagreement (its prefix up to the first differing step)."""
+    disagreement (its prefix up to the first differing step). ``first``: stop at the
+    first disagreement (a kill is enough: ``kconform sensitivity``)."""
     description = adapter.describe()
     supported = set(description.steps)
     best: Disagreement | None = None
@@ -214,6 +216,8 @@ def replay(
             on_path(result.paths_replayed)
         if found is not None and (best is None or len(found.path) < len(best.path)):
             best = found
+            if first:
+                break
     result.disagreement = best
     return best
 

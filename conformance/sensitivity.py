@@ -208,9 +208,11 @@ def explore_configs(generations: Sequence[Generation], sizes: Sequence[int] = EX
 
 
 def explore_trees(configs: Sequence[Config], depth: int, seconds: float | None = None) -> list[Explored]:
+    """Each config's search tree to ``depth`` (one level less from 3 replicas on: each
+    replica multiplies the states reachable at a depth by about four)."""
     out = []
     for config in configs:
-        result, tree = explore(config, depth, EXPLORE_RECORDS, seconds)
+        result, tree = explore(config, max(1, depth - (len(config.replicas) > 2)), EXPLORE_RECORDS, seconds)
         out.append(Explored(config, result, tree))
     return out
 
@@ -221,7 +223,7 @@ def explore_kills(member: Member, trees: Sequence[Explored]) -> list[Kill]:
     for explored in trees:
         adapter = member.build()
         try:
-            found = replay(adapter, explored.config, explored.tree, explored.result)
+            found = replay(adapter, explored.config, explored.tree, explored.result, first=True)
         finally:
             adapter.close()
         if found is not None:
@@ -295,10 +297,10 @@ def render(result: Sensitivity, table: Callable[[list[list[Any]], list[str]], st
     lines = [out, ""]
     n, k = len(result.verdicts), len(result.killed)
     level = "" if result.level == "exact" else f" judged at level {result.level}"
-    by = [f"{result.fixtures} fixture cases"]
-    by += [f"fuzz ({result.fuzz_budget} runs per generation)"] if result.fuzz_budget else []
-    by += [f"explore (depth {result.explore_depth})"] if result.explore_depth else []
-    lines.append(f"kill rate: {k}/{n} members ({result.kill_rate:.0%}) by {' + '.join(by)}{level}")
+    suites = [f"{result.fixtures} fixture cases"]
+    suites += [f"fuzz ({result.fuzz_budget} runs per generation)"] if result.fuzz_budget else []
+    suites += [f"explore (depth {result.explore_depth})"] if result.explore_depth else []
+    lines.append(f"kill rate: {k}/{n} members ({result.kill_rate:.0%}) by {' + '.join(suites)}{level}")
     if result.median_witness is not None:
         lines.append(f"median shortest witness: {result.median_witness:g} steps")
     if result.survivors:

@@ -46,12 +46,12 @@ from reference_impl import (
     initial_state,
     observe,
 )
-from reference_impl.steps import DeliverEpoch, DeliverFetch, EpochRequest, EpochRound, Fetch, FetchRound
+from reference_impl.steps import DeliverEpoch, DeliverFetch, Elect, EpochRequest, EpochRound, Fetch, FetchRound
 
 from .adapter import Adapter, AdapterError, Description
 from .compare import MISSING, all_divergences
 from .conventions import Conventions, adjust_expected, normalise, unsupported_step_field
-from .distribution import NAMES, WEIGHTS, RandomChooser, draw_config, draw_steps, simpler
+from .distribution import NAMES, WEIGHTS, RandomChooser, draw_config, draw_steps, simpler, swarm
 from .explore import EXPECTED_VIOLATIONS
 from .judge import SPLIT_KINDS
 from .levels import settled_part
@@ -239,7 +239,9 @@ class Judge:
         internal: list[Step] = []
         # answers the implementation receives by itself (it has no step to be sent them)
         for _ in range(4 if self.lacking else 0):
-            pending = [DeliverFetch(m.dst) for m in self.state.fetch_responses if "deliver_fetch" in self.lacking]
+            pending: list[Step] = [
+                DeliverFetch(m.dst) for m in self.state.fetch_responses if "deliver_fetch" in self.lacking
+            ]
             pending += [DeliverEpoch(m.dst) for m in self.state.epoch_responses if "deliver_epoch" in self.lacking]
             if not pending:
                 break
@@ -345,6 +347,7 @@ def random_run(
     """One random run of at most ``steps`` steps; its failure, if any."""
     chooser = RandomChooser(rng)
     config = draw_config(chooser, judge.generation)
+    weights = swarm(chooser, weights)
     judge.stats.runs += 1
     lowering = judge.lowering
     honours = judge.honours if judge.description.step_fields else None
@@ -520,9 +523,8 @@ def _names(step: Step, replica: str) -> bool:
 
 
 def _without(step: Step, replica: str) -> Step:
-    notify = getattr(step, "notify", None)
-    if notify and replica in notify:
-        return replace(step, notify=tuple(n for n in notify if n != replica))  # type: ignore[type-var]
+    if isinstance(step, Elect) and step.notify and replica in step.notify:
+        return replace(step, notify=tuple(n for n in step.notify if n != replica))
     return step
 
 
@@ -531,7 +533,7 @@ def _renamed(step: Step, rename: dict[str, str]) -> Step:
     notify = getattr(step, "notify", None)
     if notify:
         changes["notify"] = tuple(rename.get(n, n) for n in notify)
-    return replace(step, **changes) if changes else step  # type: ignore[type-var]
+    return replace(step, **changes) if changes else step
 
 
 def fuzz_all(
