@@ -44,6 +44,8 @@ from reference_impl.values import evolve
 
 from .adapter import Adapter, AdapterError
 from .compare import first_divergence
+from .distribution import refused_steps
+from .in_process import ReferenceAdapter
 from .runner import comparable
 from .wire import wire_step
 
@@ -89,6 +91,8 @@ class Exploration:
     """The first (shortest) violation of each invariant."""
     disagreement: Disagreement | None = None
     paths_replayed: int = 0
+    """Root-to-leaf paths replayed from a reset; for an in-process implementation, which is
+    rewound instead, the transitions stepped."""
 
     @property
     def states_per_second(self) -> float:
@@ -202,9 +206,13 @@ def replay(
     """Replay every leaf path on ``adapter`` against the reference; keep the shortest
     disagreement (its prefix up to the first differing step). ``first``: stop at the
     first disagreement (a kill is enough: ``kconform sensitivity``)."""
+    if isinstance(adapter, ReferenceAdapter):
+        best = _replay_rewinding(adapter, config, parents, result, first)
+        result.disagreement = best
+        return best
     description = adapter.describe()
     supported = set(description.steps)
-    best: Disagreement | None = None
+    best = None
     for path in leaf_paths(parents):
         if best is not None and len(path) >= len(best.path) and _covers(best.path, path):
             continue
@@ -219,6 +227,96 @@ def replay(
             if first:
                 break
     result.disagreement = best
+    return best
+
+
+def _replay_rewinding(
+    adapter: ReferenceAdapter,
+    config: Config,
+    parents: dict[State, tuple[State | None, Step | None]],
+    result: Exploration,
+    first: bool,
+    refused: bool = True,
+) -> Disagreement | None:
+    """``replay`` for an in-process implementation whose state is an immutable value: the
+    search tree breadth-first, each edge stepped once from the implementation's state at
+    its parent (put back), not each path from a reset. Finds the same shortest
+    disagreement as replaying every leaf path, with one step per state instead of one per
+    step of every path. Being cheap to rewind, the implementation is also offered, at
+    each state, the candidate steps the reference refuses (``refused``): it must refuse
+    them too."""
+    description = adapter.describe()
+    supported = set(description.steps)
+    children: dict[State, list[tuple[Step, State]]] = {}
+    root = None
+    for child, (parent, step) in parents.items():
+        if parent is None or step is None:
+            root = child
+        else:
+            children.setdefault(parent, []).append((step, child))
+    if root is None:
+        return None
+    try:
+        adapter.reset(config.to_dict())
+    except AdapterError as exc:
+        return Disagreement((), "(reset)", "accepted", exc.message, f"reset failed: {exc.message}")
+    level: list[tuple[State, State | None, tuple[Step, ...]]] = [(root, adapter.state, ())]
+    best: Disagreement | None = None
+    while level and best is None:
+        following: list[tuple[State, State | None, tuple[Step, ...]]] = []
+        for node, mine, path in level:
+            for step in refused_steps(node) if refused else ():
+                if step.kind not in supported:
+                    continue
+                adapter.state = mine
+                try:
+                    answer = adapter.step(wire_step(step, len(node.produces)))
+                except AdapterError:
+                    answer = None
+                if answer is not None and answer.rejected is None:
+                    best = Disagreement(
+                        (*path, step),
+                        "(refused)",
+                        "rejected",
+                        "accepted",
+                        f"{step.kind}: the reference refuses it, the implementation performs it",
+                    )
+                    break
+            if best is not None:
+                if first:
+                    return best
+                break
+            for step, child in children.get(node, ()):
+                if step.kind not in supported:
+                    continue
+                done = (*path, step)
+                adapter.state = mine
+                try:
+                    answer = adapter.step(wire_step(step, len(node.produces)))
+                except AdapterError as exc:
+                    return Disagreement(
+                        done, "(step)", "an observation", exc.message, f"the implementation failed: {exc.message}"
+                    )
+                result.paths_replayed += 1
+                if answer.rejected is not None:
+                    found = Disagreement(
+                        done, "(step)", "accepted", f"rejected: {answer.rejected}", "rejected an enabled step"
+                    )
+                else:
+                    expected = comparable(observe(child), description)
+                    diff = first_divergence(expected, answer.observation or {})
+                    if diff is None:
+                        following.append((child, adapter.state, done))
+                        continue
+                    reason = f"{diff.path}: reference {diff.expected!r}, implementation {diff.actual!r}"
+                    found = Disagreement(done, diff.path, diff.expected, diff.actual, reason)
+                best = found  # the first at the shallowest depth: a shortest one
+                if first:
+                    return best
+                break
+            if best is not None:
+                break
+        level = following
     return best
 
 
@@ -257,13 +355,18 @@ def _replay_one(adapter: Adapter, description: Any, config: Config, path: tuple[
 
 def witness_fixture(config: Config, path: tuple[Step, ...], fixture_id: str, title: str) -> str:
     """A shortest path as a fixture for ``kconform run``: every step, the last one
-    expecting the reference's whole observation."""
+    expecting the reference's whole observation (or, for a step the reference refuses,
+    expecting the refusal)."""
     state = initial_state(config)
     steps: list[dict[str, Any]] = []
     for step in path:
-        state = apply(state, step)
+        try:
+            state = apply(state, step)
+        except StepRejected as exc:  # a step the reference refuses (and the implementation did not)
+            steps.append({"do": step_to_dict(step), "expect_rejected": exc.rule})
+            continue
         steps.append({"do": step_to_dict(step)})
-    if steps:
+    if steps and "expect_rejected" not in steps[-1]:
         steps[-1]["expect"] = observe(state)
     data = {k: v for k, v in config.to_dict().items() if v is not None}
     doc = {

@@ -80,6 +80,12 @@ class ReferenceAdapter(Adapter):
     def state(self) -> reference_impl.State | None:
         return self._state
 
+    @state.setter
+    def state(self, value: reference_impl.State | None) -> None:
+        """Put a state back (it is an immutable value): ``explore.replay`` rewinds an
+        in-process implementation instead of replaying each path from a reset."""
+        self._state = value
+
 
 class FunctionAdapter(Adapter):
     """An adapter from three functions over your own state type.

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reference_impl import Config, Generation, State, Step, apply, initial_state
+from reference_impl import Config, Generation, State, Step, StepRejected, apply, initial_state
 
 from .explore import Exploration, explore, replay
 from .fixtures import Fixture
@@ -202,8 +202,8 @@ def explore_configs(generations: Sequence[Generation], sizes: Sequence[int] = EX
             generation=g,
             replica_high_watermark_checkpoint_interval_ms=0,
         )
-        for g in generations
         for n in sizes
+        for g in generations
     ]
 
 
@@ -229,9 +229,14 @@ def explore_kills(member: Member, trees: Sequence[Explored]) -> list[Kill]:
         if found is not None:
             n = len(found.path)
             state = initial_state(explored.config)
+            rules: tuple[str, ...] = ()
             for step in found.path:
-                state = apply(state, step)
-            return [Kill(explored.name, n, n, tuple(state.fired), found.reason)]
+                try:
+                    state = apply(state, step)
+                    rules = state.fired
+                except StepRejected as exc:  # the refused step the member performed
+                    rules = (exc.rule,)
+            return [Kill(explored.name, n, n, rules, found.reason)]
     return []
 
 

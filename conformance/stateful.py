@@ -195,8 +195,10 @@ class Judge:
     def known(self, path: str) -> bool:
         return any(fnmatch.fnmatchcase(path, pattern) for pattern in self.ignored)
 
-    def fail(self, signature: str, message: str) -> None:
-        raise Disagreement(message, self.trace, signature, self.state.fired if self.state is not None else ())
+    def fail(self, signature: str, message: str, rules: tuple[str, ...] | None = None) -> None:
+        if rules is None:
+            rules = self.state.fired if self.state is not None else ()
+        raise Disagreement(message, self.trace, signature, rules)
 
     def start(self, config: Config) -> None:
         self.state = initial_state(config)
@@ -324,6 +326,7 @@ class Judge:
                 f"{self.level}:(refused)",
                 f"step {number} {do}: the reference refuses it ({exc.rule}: {exc.reason}), "
                 f"the implementation performs it",
+                (exc.rule,),
             )
         return True
 

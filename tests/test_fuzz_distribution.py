@@ -1,0 +1,203 @@
+"""The fuzzer's distribution (conformance/distribution.py) reaches the corners the issue
+lists, the shrinker keeps witnesses short, and fuzz and explore count as suites in
+``kconform sensitivity`` (with an empty fixture folder too)."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.adapter import Adapter, Description, StepResult
+from conformance.cli import main
+from conformance.distribution import (
+    WEIGHTS,
+    RandomChooser,
+    WeightsError,
+    draw_config,
+    draw_steps,
+    parse_weights,
+    tick_lengths,
+)
+from conformance.explore import explore, replay
+from conformance.fixtures import load_fixture_file
+from conformance.in_process import ReferenceAdapter
+from conformance.runner import run_fixtures
+from conformance.stateful import fuzz_all, witness_fixture
+from conformance.zoo import ZOO
+from reference_impl import Config, Generation, StepRejected, apply, initial_state
+from reference_impl.steps import Consume, Crash, Elect, Fetch, Produce, Tick
+
+
+def test_configs_cover_sizes_min_insync_unclean_checkpoints_and_timers() -> None:
+    chooser = RandomChooser(random.Random(1))
+    drawn = [draw_config(chooser, Generation.LEADER_EPOCH) for _ in range(400)]
+    assert {len(c.replicas) for c in drawn} == {2, 3, 4, 5}
+    assert {(len(c.replicas), c.min_insync_replicas) for c in drawn} >= {
+        (n, k) for n in (2, 3) for k in range(1, n + 1)
+    }
+    assert {c.unclean_leader_election for c in drawn} == {True, False}
+    assert {c.replica_high_watermark_checkpoint_interval_ms for c in drawn} == {0, 500, 5000}
+    assert len({c.replica_lag_time_max_ms for c in drawn}) == 3
+    assert any(c.initial_leader not in (None, c.replicas[0]) for c in drawn)
+    for config in drawn:
+        config.validate()
+
+
+def test_ticks_sit_on_every_timer_edge() -> None:
+    config = Config(replica_lag_time_max_ms=1000, replica_high_watermark_checkpoint_interval_ms=500)
+    assert {1, 999, 1000, 1001, 500, config.request_timeout_ms} <= set(tick_lengths(config))
+
+
+def test_steps_reach_the_corners_of_the_issue() -> None:
+    """Random walks over the distribution produce every parameter the issue asks for."""
+    rng = random.Random(7)
+    chooser = RandomChooser(rng)
+    seen: Counter[str] = Counter()
+    for _ in range(150):
+        state = initial_state(draw_config(chooser, Generation.LEADER_EPOCH))
+        for _ in range(30):
+            batch = draw_steps(chooser, state)
+            if len(batch) > 1:
+                seen["combined"] += 1
+            for step in batch:
+                if isinstance(step, Produce):
+                    seen[f"acks {step.acks}"] += 1
+                    seen["produce to"] += step.to is not None
+                if isinstance(step, Tick):
+                    lag = state.config.replica_lag_time_max_ms
+                    seen["tick lag-1/lag/lag+1"] += step.ms in (lag - 1, lag, lag + 1)
+                    seen["tick 1"] += step.ms == 1
+                if isinstance(step, Elect) and step.notify is not None:
+                    seen["elect notifies a subset"] += 1
+                if isinstance(step, Crash) and step.unflushed_from is not None:
+                    seen["unflushed tail"] += 1
+                if isinstance(step, Consume) and step.offset > 0:
+                    seen["consume above 0"] += 1
+                if isinstance(step, Fetch) and step.max_records is not None:
+                    seen["max_records"] += 1
+                try:
+                    state = apply(state, step)
+                except StepRejected:
+                    seen["refused"] += 1
+    wanted = [
+        "combined",
+        "acks 0",
+        "acks 1",
+        "acks all",
+        "produce to",
+        "tick lag-1/lag/lag+1",
+        "tick 1",
+        "elect notifies a subset",
+        "unflushed tail",
+        "consume above 0",
+        "max_records",
+        "refused",
+    ]
+    assert [w for w in wanted if not seen[w]] == []
+    # replication chains dominate, crashes are rare
+    assert seen["acks all"] + seen["acks 1"] + seen["acks 0"] > 5 * seen["unflushed tail"]
+
+
+def test_weights_are_settable_and_checked() -> None:
+    assert parse_weights("crash=6, consume=0") == {**WEIGHTS, "crash": 6, "consume": 0}
+    for bad, says in (("crash", "KIND=WEIGHT"), ("warp=1", "KIND=WEIGHT"), ("crash=x", "whole"), ("crash=-1", "neg")):
+        with pytest.raises(WeightsError, match=says):
+            parse_weights(bad)
+    chooser = RandomChooser(random.Random(3))
+    state = initial_state(Config(replicas=("A", "B")))
+    only_ticks = {k: 0 for k in WEIGHTS} | {"tick": 1}
+    assert all(s.kind == "tick" for _ in range(50) for s in draw_steps(chooser, state, only_ticks))
+
+
+def test_the_fuzz_command_rejects_bad_weights(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fuzz", "--impl", "reference", "--weights", "crash=lots"]) == 2
+    assert "--weights" in capsys.readouterr().err
+
+
+def test_a_refused_step_the_member_performs_is_a_replayable_witness(tmp_path: Path) -> None:
+    member = ZOO["controlled-election-of-out-of-sync-replica"]
+    report = fuzz_all(member(), Generation.LEADER_EPOCH, examples=60, steps=20, seed=1, stop_at_first=True)
+    [failure] = report.failures
+    assert failure.signature == "exact:(refused)" and failure.rules == ("CTRL-ELECT-4",)
+    assert failure.trace.steps[-1]["kind"] == "elect" and len(failure.trace.steps) <= 4
+    path = tmp_path / "w.yaml"
+    path.write_text(witness_fixture(failure.trace), encoding="utf-8")
+    fixtures = load_fixture_file(path)
+    assert fixtures[0].steps[-1].expect_rejected == "CTRL-ELECT-4"
+    assert [r.outcome for r in run_fixtures(member(), "m", fixtures)[1]] == ["failed"]
+    assert [r.outcome for r in run_fixtures(ReferenceAdapter(), "r", fixtures)[1]] == ["passed"]
+
+
+def test_kip_101_data_loss_is_an_expected_finding_with_a_short_witness(tmp_path: Path) -> None:
+    report = fuzz_all(ReferenceAdapter(), Generation.HW_TRUNCATION, examples=150, seed=3)
+    assert report.failures == []
+    found = {f.invariant: f for f in report.findings}
+    assert set(found) <= {"StrongIsr", "AckedNotLost"} and all(f.expected for f in found.values())
+    loss = found["AckedNotLost"]
+    assert len(loss.path) <= 10
+    # the witness breaks the invariant on the reference exactly at its last step
+    state = initial_state(loss.config)
+    for step in loss.path:
+        state = apply(state, step)
+    assert state.replica(state.controller.leader or "A") is not None
+    epochs = fuzz_all(ReferenceAdapter(), Generation.LEADER_EPOCH, examples=60, seed=3)
+    assert epochs.findings == [] and epochs.failures == []
+
+
+def test_shrinking_drops_replicas_and_settings_the_failure_does_not_need() -> None:
+    """A member wrong in the first fetch answer: whatever the config the run started from,
+    the witness is two replicas and one step."""
+    report = fuzz_all(ZOO["no-fetch-purgatory"](), Generation.LEADER_EPOCH, examples=50, seed=5, stop_at_first=True)
+    [failure] = report.failures
+    assert failure.trace.config is not None and failure.trace.config.replicas == ("A", "B")
+    assert [s["kind"] for s in failure.trace.steps] == ["fetch"]
+
+
+class FromReset(Adapter):
+    """An in-process implementation behind a plain adapter: not rewound, so every leaf
+    path is replayed from a reset."""
+
+    def __init__(self, inner: Adapter) -> None:
+        self.inner = inner
+
+    def describe(self) -> Description:
+        return self.inner.describe()
+
+    def reset(self, config: dict[str, Any]) -> None:
+        self.inner.reset(config)
+
+    def step(self, step: dict[str, Any]) -> StepResult:
+        return self.inner.step(step)
+
+
+def test_rewinding_replay_finds_what_replaying_every_path_finds() -> None:
+    """explore.replay rewinds an in-process implementation instead of replaying every leaf
+    path from a reset: the disagreement found is as short either way."""
+    config = Config(replicas=("A", "B"), generation=Generation.LEADER_EPOCH)
+    result, tree = explore(config, depth=3, max_records=1)
+    name = "hw-truncation-on-become-follower-under-epochs"
+    rewound = replay(ZOO[name](), config, tree, result)
+    from_reset = replay(FromReset(ZOO[name]()), config, tree, result)
+    assert rewound is not None and from_reset is not None
+    assert len(rewound.path) == len(from_reset.path) == 2 and rewound.field == from_reset.field
+    assert replay(ReferenceAdapter(), config, tree, result) is None
+    assert replay(FromReset(ReferenceAdapter()), config, tree, result) is None
+
+
+def test_sensitivity_measures_fuzz_and_explore_alone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    base = ["sensitivity", "--fixtures", str(empty), "--no-progress", "--zoo", "no-fetch-purgatory"]
+    assert main([*base, "--fuzz-budget", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "kill rate: 1/1 members (100%) by 0 fixture cases + fuzz (20 runs per generation)" in out
+    assert "fuzz:hw-truncation:exact:" in out
+    assert main([*base, "--explore-depth", "2", "--generation", "leader-epoch"]) == 0
+    out = capsys.readouterr().out
+    assert "explore:leader-epoch:2r step 1 of 1" in out and "explore (depth 2)" in out
+    # an empty folder without fuzz or explore is still an error
+    assert main(["sensitivity", "--fixtures", str(empty)]) == 2
