@@ -49,6 +49,10 @@ from .in_process import ReferenceAdapter
 from .runner import comparable
 from .wire import wire_step
 
+REFUSED_DEPTH = 4
+"""States up to this depth are offered the steps the reference refuses (``replay``); there
+are about ten at each state, more than the enabled ones, so deeper they would dominate."""
+
 EXPECTED_VIOLATIONS = {Generation.HW_TRUNCATION: frozenset({"StrongIsr", "AckedNotLost"})}
 """Invariants a generation is known to break (spec/replication.md, "Invariants")."""
 
@@ -242,9 +246,9 @@ def _replay_rewinding(
     search tree breadth-first, each edge stepped once from the implementation's state at
     its parent (put back), not each path from a reset. Finds the same shortest
     disagreement as replaying every leaf path, with one step per state instead of one per
-    step of every path. Being cheap to rewind, the implementation is also offered, at
-    each state, the candidate steps the reference refuses (``refused``): it must refuse
-    them too."""
+    step of every path. Being cheap to rewind, the implementation is also offered, at each
+    state fewer than ``REFUSED_DEPTH`` steps deep, the candidate steps the reference refuses
+    (``refused``): it must refuse them too."""
     description = adapter.describe()
     supported = set(description.steps)
     children: dict[State, list[tuple[Step, State]]] = {}
@@ -265,7 +269,7 @@ def _replay_rewinding(
     while level and best is None:
         following: list[tuple[State, State | None, tuple[Step, ...]]] = []
         for node, mine, path in level:
-            for step in refused_steps(node) if refused else ():
+            for step in refused_steps(node) if refused and len(path) < REFUSED_DEPTH else ():
                 if step.kind not in supported:
                     continue
                 adapter.state = mine

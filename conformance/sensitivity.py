@@ -182,38 +182,61 @@ class Explored:
     config: Config
     result: Exploration
     tree: dict[State, tuple[State | None, Step | None]]
+    search: str = ""
 
     @property
     def name(self) -> str:
-        return f"explore:{self.config.generation.value}:{len(self.config.replicas)}r"
+        return f"explore:{self.config.generation.value}:{self.search}"
 
 
-EXPLORE_SIZES = (2, 3)
-"""Replica counts of the configs explored for ``--explore-depth`` (every generation)."""
-EXPLORE_RECORDS = 1
+@dataclass(frozen=True)
+class Search:
+    """One bounded search ``--explore-depth D`` runs: a config shape, how much shallower
+    than D it goes (a wider tree gets less depth), and how many produces a path may have."""
+
+    name: str
+    shallower: int
+    records: int
+    settings: tuple[tuple[str, Any], ...]
+    replicas: int = 2
+
+    def config(self, generation: Generation) -> Config:
+        return Config(replicas=("A", "B", "C", "D", "E")[: self.replicas], generation=generation, **dict(self.settings))
 
 
-def explore_configs(generations: Sequence[Generation], sizes: Sequence[int] = EXPLORE_SIZES) -> list[Config]:
-    """The small configs ``kconform sensitivity --explore-depth`` searches: each generation
-    with 2 and 3 replicas, min.insync 1, HW checkpointed on every change."""
-    return [
-        Config(
-            replicas=("A", "B", "C", "D", "E")[:n],
-            generation=g,
-            replica_high_watermark_checkpoint_interval_ms=0,
-        )
-        for n in sizes
-        for g in generations
-    ]
+CHECKPOINT_EVERY_CHANGE = (("replica_high_watermark_checkpoint_interval_ms", 0),)
+SEARCHES = (
+    Search("2r", 0, 1, CHECKPOINT_EVERY_CHANGE),
+    Search("2r-2rec", 0, 2, CHECKPOINT_EVERY_CHANGE),
+    Search("3r", 1, 1, CHECKPOINT_EVERY_CHANGE, replicas=3),
+    Search("2r-isr2", 1, 1, (*CHECKPOINT_EVERY_CHANGE, ("min_insync_replicas", 2))),
+    Search(
+        "2r-timers",
+        1,
+        1,
+        (
+            ("replica_high_watermark_checkpoint_interval_ms", 500),
+            ("replica_lag_time_max_ms", 1000),
+            ("replica_fetch_wait_max_ms", 500),
+        ),
+    ),
+)
+"""The searches of ``kconform sensitivity --explore-depth D``, each in every generation:
+two replicas to depth D with one record and with two; three replicas, min.insync 2, and
+short timers (lag 1000 ms, fetch wait and HW checkpoint 500 ms, so the alphabet's ticks
+cross them) one level less. All but the last checkpoint the HW on every change."""
 
 
-def explore_trees(configs: Sequence[Config], depth: int, seconds: float | None = None) -> list[Explored]:
-    """Each config's search tree to ``depth`` (one level less from 3 replicas on: each
-    replica multiplies the states reachable at a depth by about four)."""
+def explore_trees(
+    generations: Sequence[Generation], depth: int, searches: Sequence[Search] = SEARCHES, seconds: float | None = None
+) -> list[Explored]:
+    """Each search's tree, the cheapest first (a member killed early skips the rest)."""
     out = []
-    for config in configs:
-        result, tree = explore(config, max(1, depth - (len(config.replicas) > 2)), EXPLORE_RECORDS, seconds)
-        out.append(Explored(config, result, tree))
+    for search in searches:
+        for generation in generations:
+            config = search.config(generation)
+            result, tree = explore(config, max(1, depth - search.shallower), search.records, seconds)
+            out.append(Explored(config, result, tree, search.name))
     return out
 
 
@@ -257,7 +280,7 @@ def sensitivity(
     ``explore_depth``: also replay the search trees of small configs to that depth."""
     started = time.perf_counter()
     traces = {f.id: reference_trace(f) for f in fixtures}
-    trees = explore_trees(explore_configs(generations), explore_depth) if explore_depth else []
+    trees = explore_trees(generations, explore_depth) if explore_depth else []
     verdicts = []
     for member in members:
         verdict = judge(member, fixtures, traces, level)
