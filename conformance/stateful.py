@@ -169,7 +169,10 @@ class Judge:
         self.lacking = frozenset(k for k in SPLIT_KINDS if k not in self.kinds)
         # the expectation needs adjusting only for an implementation with its own conventions
         # or role-dependent fields; otherwise an observation equal to the reference's passes
-        self.plain = Conventions.of(self.description) == Conventions() and not self.description.role_fields
+        self.conventional = Conventions.of(self.description) == Conventions()
+        self.plain = self.conventional and not self.description.role_fields
+        self.deferred: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        """Steps whose observation equalled the reference's, not yet read by the safety monitor."""
         self.state: State | None = None
         self.trace = Trace(level=level)
         self.monitor: SafetyMonitor | None = None
@@ -204,6 +207,7 @@ class Judge:
         self.state = initial_state(config)
         self.trace = Trace(config=config, level=self.level)
         self.monitor = SafetyMonitor(config.replicas, self.generation.value)
+        self.deferred = []
         self.frontier = Frontier(self.state, self.lacking) if self.level == "settled" else None
         self.produced = 0
         self.broken = {}
@@ -267,7 +271,18 @@ class Judge:
                 f"the reference performs it [rules: {fired}]",
             )
         description = self.description
-        observed = normalise(answer.observation or {}, description, self.state.config.replicas)
+        observed = answer.observation or {}
+        if not self.conventional:
+            observed = normalise(observed, description, self.state.config.replicas)
+        reference = self.trace.observations[-1]
+        if self.level == "exact" and self.plain and observed == reference:
+            # the common case: the reference's own observation, which meets every safety
+            # property (tests/test_safety.py); the monitor reads it only if a later step differs
+            self.deferred.append((do, observed))
+            return True
+        for earlier, seen in self.deferred:
+            self.monitor.observe(earlier, seen)
+        self.deferred.clear()
         for finding in self.monitor.observe(do, observed):
             if not self.known(finding.property):
                 self.fail(
@@ -277,9 +292,6 @@ class Judge:
                 )
         if self.level == "safety":
             return True
-        reference = self.trace.observations[-1]
-        if self.level == "exact" and self.plain and observed == reference:
-            return True  # the common case, without building a comparison
         roles = {n: r["role"] for n, r in reference["replicas"].items()}
         base = reference if self.plain else adjust_expected(reference, description, observed, roles)
         expected = comparable(base, description)
