@@ -24,7 +24,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -83,31 +82,33 @@ def measure(tree: Path, examples: int) -> dict[str, Any]:
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-def kip101(seeds: int, examples: int) -> list[tuple[int, float, int] | tuple[int, None, None]]:
+def kip101(seeds: int, examples: int) -> list[tuple[int, float, float, int] | tuple[int, None, None, None]]:
     from conformance.in_process import ReferenceAdapter
     from conformance.stateful import fuzz_all
     from reference_impl import Generation
 
-    out: list[tuple[int, float, int] | tuple[int, None, None]] = []
+    out: list[tuple[int, float, float, int] | tuple[int, None, None, None]] = []
     for seed in range(seeds):
         report = fuzz_all(ReferenceAdapter(), Generation.HW_TRUNCATION, examples=examples, seed=seed)
         loss = next((f for f in report.findings if f.invariant == "AckedNotLost"), None)
-        out.append((seed, loss.seconds, len(loss.path)) if loss else (seed, None, None))
+        out.append((seed, loss.seconds, loss.cpu_seconds, len(loss.path)) if loss else (seed, None, None, None))
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--examples", type=int, default=100, help="fuzz runs per generation (default: 100)")
+    parser.add_argument(
+        "--examples", type=int, default=100, help="fuzz runs per generation (0: skip the speed figure; default: 100)"
+    )
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds; the best is kept (default: 2)")
     parser.add_argument("--baseline", help="a git revision to compare with (e.g. main before issue 11)")
     parser.add_argument("--seeds", type=int, default=10, help="seeds for the KIP-101 figure (0: skip; default: 10)")
     parser.add_argument("--kip101-examples", type=int, default=1000, help="runs per seed (default: 1000)")
     args = parser.parse_args()
 
-    trees = {"current": ROOT}
+    trees = {"current": ROOT} if args.examples else {}
     with tempfile.TemporaryDirectory() as tmp:
-        if args.baseline:
+        if args.baseline and args.examples:
             base = Path(tmp) / "baseline"
             subprocess.run(["git", "worktree", "add", "--detach", str(base), args.baseline], cwd=ROOT, check=True)
             trees["baseline"] = base
@@ -119,9 +120,10 @@ def main() -> None:
                     if name not in best or figure["cpu"] / figure["steps"] < best[name]["cpu"] / best[name]["steps"]:
                         best[name] = figure
         finally:
-            if args.baseline:
+            if "baseline" in trees:
                 subprocess.run(["git", "worktree", "remove", "--force", str(trees["baseline"])], cwd=ROOT, check=False)
-    print(f"fuzz: {args.examples} runs x 30 steps per generation, seed 0, best of {args.rounds}")
+    if best:
+        print(f"fuzz: {args.examples} runs x 30 steps per generation, seed 0, best of {args.rounds}")
     for name, f in best.items():
         floor = f["floor_cpu"] / f["floor_steps"]
         per_step = f["cpu"] / f["steps"]
@@ -131,19 +133,26 @@ def main() -> None:
             f"fuzz/floor {per_step / floor:4.1f}x"
         )
     if "baseline" in best:
-        ratio = (best["baseline"]["cpu"] / best["baseline"]["steps"]) / (best["current"]["cpu"] / best["current"]["steps"])
+        ratio = (best["baseline"]["cpu"] / best["baseline"]["steps"]) / (
+            best["current"]["cpu"] / best["current"]["steps"]
+        )
         print(f"  current is {ratio:.1f}x the baseline's steps per CPU second")
     if args.seeds:
         found = kip101(args.seeds, args.kip101_examples)
         print(f"kip101: hw-truncation, AckedNotLost, {args.kip101_examples} runs per seed")
-        for seed, seconds, length in found:
-            print(f"  seed {seed}: " + (f"{seconds:5.1f} s, {length} steps" if seconds is not None else "not found"))
-        times = [s for _, s, _ in found if s is not None]
-        lengths = [n for _, _, n in found if n is not None]
+        for seed, seconds, cpu, length in found:
+            print(
+                f"  seed {seed}: "
+                + (f"{seconds:5.1f} s wall, {cpu:5.1f} s CPU, {length} steps" if seconds is not None else "not found")
+            )
+        times = [s for _, s, _, _ in found if s is not None]
+        cpus = [c for _, _, c, _ in found if c is not None]
+        lengths = [n for _, _, _, n in found if n is not None]
         if times:
             print(
-                f"  found {len(times)}/{len(found)}; median {statistics.median(times):.1f} s (wall), "
-                f"median length {statistics.median(lengths):g}, longest {max(lengths)}"
+                f"  found {len(times)}/{len(found)}; median {statistics.median(times):.1f} s wall, "
+                f"{statistics.median(cpus):.1f} s CPU; median length {statistics.median(lengths):g}, "
+                f"longest {max(lengths)}"
             )
 
 

@@ -457,7 +457,9 @@ class InvariantFinding:
     path: tuple[Step, ...]
     expected: bool
     seconds: float
-    """Since the fuzzing started, until the shrunk witness was ready."""
+    """Since the fuzzing started, until the shrunk witness was ready (wall clock)."""
+    cpu_seconds: float = 0.0
+    """The same in CPU time of this process (what a shared machine does not inflate)."""
 
 
 def reference_breaks(invariant: str) -> Attempt:
@@ -480,7 +482,9 @@ def reference_breaks(invariant: str) -> Attempt:
     return fails
 
 
-def _invariant_finding(invariant: str, config: Config, steps: list[Step], started: float) -> InvariantFinding:
+def _invariant_finding(
+    invariant: str, config: Config, steps: list[Step], started: float, cpu_started: float
+) -> InvariantFinding:
     config, path = shrink_run(config, steps, reference_breaks(invariant))
     state = initial_state(config)
     detail = ""
@@ -488,7 +492,15 @@ def _invariant_finding(invariant: str, config: Config, steps: list[Step], starte
         before, state = state, apply(state, step)
         detail = next((v.detail for v in check(state, before) if v.invariant == invariant), detail)
     expected = invariant in EXPECTED_VIOLATIONS.get(config.generation, frozenset())
-    return InvariantFinding(invariant, detail, config, tuple(path), expected, time.perf_counter() - started)
+    return InvariantFinding(
+        invariant,
+        detail,
+        config,
+        tuple(path),
+        expected,
+        time.perf_counter() - started,
+        time.process_time() - cpu_started,
+    )
 
 
 def _simpler_runs(config: Config, steps: list[Step]) -> list[tuple[Config, list[Step]]]:
@@ -576,7 +588,7 @@ def fuzz_all(
     if seed is None:
         seed = 0 if derandomize else random.SystemRandom().randrange(2**32)
     stats = Exercised()
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     judge = Judge(adapter, generation, level, ignore, stats)
     rng = random.Random(seed)
     found: dict[str, Disagreement] = {}
@@ -591,7 +603,7 @@ def fuzz_all(
             for invariant, at in judge.broken.items():
                 if shrunk[invariant] < INVARIANT_WITNESSES and run.config is not None:
                     shrunk[invariant] += 1
-                    finding = _invariant_finding(invariant, run.config, run.taken[:at], started)
+                    finding = _invariant_finding(invariant, run.config, run.taken[:at], started, cpu_started)
                     if invariant not in broken or len(finding.path) < len(broken[invariant].path):
                         broken[invariant] = finding
             if failure is None or shrunk[failure.signature] >= witnesses:
