@@ -41,8 +41,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=int,
         default=0,
         metavar="D",
-        help="also replay every path of a bounded exhaustive search to depth D (2 and 3 replicas, one record, "
-        "each generation) on every member not yet killed (default: no exploration)",
+        help="also replay every path of bounded exhaustive searches to depth D (each generation: 2 replicas "
+        "with one record and with two; 3 replicas, min.insync 2 and short timers one level less) on every "
+        "member not yet killed (default: no exploration)",
     )
     p.add_argument("--format", choices=["terminal", "json"], default="terminal", help="(default: terminal)")
     p.add_argument("--no-progress", action="store_true", help="no progress line on the terminal")
