@@ -12,7 +12,7 @@ history value never changes, whatever its descendants do.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from itertools import chain
 from typing import Generic, TypeVar
 
@@ -126,8 +126,29 @@ class History(Generic[T]):
                 return position
         return None
 
-    def missing(self, items: Iterable[T]) -> list[T]:
-        """The ``items`` this history does not hold (compared whole, found by key)."""
+    def _slice(self, start: int, stop: int) -> list[T]:
+        """The items at positions ``[start, stop)`` (within the history)."""
+        out: list[T] = []
+        full = len(self._chunks) * CHUNK
+        while start < stop:
+            if start >= full:
+                out += self._tail[start - full : stop - full]
+                break
+            chunk, offset = divmod(start, CHUNK)
+            piece = self._chunks[chunk][offset : offset + stop - start]
+            out += piece
+            start += len(piece)
+        return out
+
+    def missing(self, items: Sequence[T]) -> list[T]:
+        """The ``items`` this history does not hold (compared whole, found by key).
+
+        When the history holds them as one run, in order (a consume reading what was
+        committed before), that run is compared at once."""
+        if items:
+            first = self.find(self._keyed(items[0]))
+            if first is not None and first + len(items) <= self._n and self._slice(first, first + len(items)) == list(items):
+                return []
         index_get, n, key, chunks, tail = self._index.get, self._n, self._key, self._chunks, self._tail
         full = len(chunks) * CHUNK
         out = []

@@ -42,13 +42,15 @@ class Record:
 
 class _Buffer(list[Record]):
     """A log buffer, with the rendered form of its records made once each: a position of
-    a buffer never changes once written (the module doc), so neither does its rendering."""
+    a buffer never changes once written (the module doc), so neither does its rendering,
+    nor its ``(offset, value, epoch)`` entry."""
 
-    __slots__ = ("rendered",)
+    __slots__ = ("entries", "rendered")
 
     def __init__(self, records: Sequence[Record] = ()) -> None:
         super().__init__(records)
         self.rendered: list[str] = []
+        self.entries: list[tuple[int, str, int]] = []
 
 
 class Log(Sequence[Record]):
@@ -136,6 +138,21 @@ class Log(Sequence[Record]):
         """Records in ``[start, end)`` (``end`` defaults to, and is capped at, the LEO)."""
         stop = self.end if end is None or end > self.end else end
         return tuple(self._buf[start:stop]) if start < stop else ()
+
+    def read_entries(self, start: int, end: int | None = None) -> tuple[tuple[int, str, int], ...]:
+        """``(offset, value, epoch)`` of the records in ``[start, end)`` (as ``read``),
+        each made once per buffer (consumers read long ranges again and again)."""
+        stop = self.end if end is None or end > self.end else end
+        if start >= stop:
+            return ()
+        done = self._buf.entries
+        if len(done) < stop:
+            first = len(done)
+            done.extend(
+                (offset, record.value, record.epoch)
+                for offset, record in enumerate(self._buf[first:stop], start=first)
+            )
+        return tuple(done[start:stop])
 
     def same_prefix(self, other: Log, n: int) -> bool:
         """``self[:n] == other[:n]``: O(1) when the logs share their buffer."""
