@@ -22,6 +22,7 @@ from .epoch_cache import EpochCache
 from .history import History
 from .log import Log, Record
 from .messages import EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
+from .values import fast_init
 
 
 class Role(StrEnum):
@@ -39,6 +40,7 @@ class FetchState(StrEnum):
     FETCHING = "fetching"
 
 
+@fast_init
 @dataclass(frozen=True)
 class FollowerProgress:
     """What a leader knows of one follower (Kafka ``Replica`` state on the leader).
@@ -94,6 +96,7 @@ class Replica:
         raise KeyError(replica_id)
 
 
+@fast_init
 @dataclass(frozen=True)
 class Controller:
     """The controller's record of the partition (what ZooKeeper / the metadata log holds)."""
@@ -104,6 +107,7 @@ class Controller:
     """In replica order. The leader changes it (AlterPartition), the controller on election."""
 
 
+@fast_init
 @dataclass(frozen=True)
 class ProduceOutcome:
     id: str
@@ -114,6 +118,7 @@ class ProduceOutcome:
     """``(offset, value, epoch)`` of what was appended, for the invariants."""
 
 
+@fast_init
 @dataclass(frozen=True)
 class ConsumeOutcome:
     replica: str | None
