@@ -150,7 +150,8 @@ def _fits_fast(doc: Any) -> bool:
         return False
     for step in doc.get("steps") or ():
         do = step.get("do") if isinstance(step, dict) else None
-        check = per_kind.get(do.get("kind")) if isinstance(do, dict) and isinstance(do.get("kind"), str) else None
+        kind = do.get("kind") if isinstance(do, dict) else None
+        check = per_kind.get(kind) if isinstance(kind, str) else None
         if check is None or not check.is_valid(do):
             return False
     return True

@@ -147,7 +147,8 @@ class History(Generic[T]):
         committed before), that run is compared at once."""
         if items:
             first = self.find(self._keyed(items[0]))
-            if first is not None and first + len(items) <= self._n and self._slice(first, first + len(items)) == list(items):
+            stop = None if first is None else first + len(items)
+            if stop is not None and stop <= self._n and self._slice(stop - len(items), stop) == list(items):
                 return []
         index_get, n, key, chunks, tail = self._index.get, self._n, self._key, self._chunks, self._tail
         full = len(chunks) * CHUNK

@@ -47,7 +47,7 @@ def hw_le_leo(state: State) -> list[Violation]:
 def strong_isr(state: State) -> list[Violation]:
     """StrongIsr: every live ISR member holds exactly the leader's records below the
     leader's HW. This is what makes any ISR member a safe leader (TLA+ ``StrongIsr``)."""
-    out = []
+    out: list[Violation] = []
     leader_id = state.controller.leader
     if leader_id is None:  # only the controller's leader can be the current leader
         return out
@@ -261,7 +261,7 @@ def _holds_since(state: State, before: State) -> bool:
     if state.config is not before.config or len(state.replicas) != len(before.replicas):
         return False
     changed = False
-    for old, new in zip(before.replicas, state.replicas):
+    for old, new in zip(before.replicas, state.replicas, strict=True):
         if new is old:
             continue
         changed = True
