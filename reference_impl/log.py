@@ -28,16 +28,26 @@ from itertools import islice
 from typing import Any, overload
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Record:
     """One record: the value a producer sent and the leader epoch it was written in."""
 
     value: str
     epoch: int
 
+    def __init__(self, value: str, epoch: int) -> None:
+        # What the generated __init__ does, through the slots directly: a produce
+        # builds one record per value (values.py: fast_init is the same idea).
+        _set_value(self, value)
+        _set_epoch(self, epoch)
+
     def render(self) -> str:
         """The canonical text form used in observations and fixtures: ``value@epoch``."""
         return f"{self.value}@{self.epoch}"
+
+
+_set_value = Record.__dict__["value"].__set__
+_set_epoch = Record.__dict__["epoch"].__set__
 
 
 class _Buffer(list[Record]):
