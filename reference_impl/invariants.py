@@ -258,13 +258,18 @@ def _holds_since(state: State, before: State) -> bool:
     an unchanged one (the same object) keeps every property it had. False means "look
     at everything" (``check`` then lists the violations, if any), never "violated".
     """
-    if state.config is not before.config or len(state.replicas) != len(before.replicas):
+    config = state.config
+    replicas, old_replicas = state.replicas, before.replicas
+    if config is not before.config or len(replicas) != len(old_replicas):
         return False
-    changed = False
-    for old, new in zip(before.replicas, state.replicas, strict=True):
+    changed: list[str] = []
+    leaders = 0
+    for old, new in zip(old_replicas, replicas, strict=True):
+        if new.online and new.role is Role.LEADER:
+            leaders += 1
         if new is old:
             continue
-        changed = True
+        changed.append(new.id)
         leo = new.log.end
         if new.hw > leo or new.checkpoint_hw < 0:  # HwLeLeo
             return False
@@ -289,10 +294,11 @@ def _holds_since(state: State, before: State) -> bool:
                         return False
     controller, old_controller = state.controller, before.controller
     if controller is not old_controller:
-        changed = True
         if controller.epoch < old_controller.epoch:  # EpochsIncrease
             return False
-    if changed and (one_leader_per_epoch(state) or strong_isr(state)):
+    elif not changed:
+        leaders = 0  # nothing these two read changed: they held in ``before``
+    if (leaders > 1 and one_leader_per_epoch(state)) or ((changed or leaders) and strong_isr(state)):
         return False
     memo: dict[str, Any] = {CLEAN: True}
     before_memo: dict[str, Any] = before.__dict__[MEMO]
@@ -302,7 +308,7 @@ def _holds_since(state: State, before: State) -> bool:
     if (
         state.committed is before.committed
         and controller is old_controller
-        and (leader_id is None or state.replica(leader_id) is before.replica(leader_id))
+        and leader_id not in changed
         and state.unclean_elections == before.unclean_elections
         and state.power_failures == before.power_failures
     ):
