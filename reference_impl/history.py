@@ -79,8 +79,8 @@ class History(Generic[T]):
             positions.append(self._n)
         tail = (*self._tail, item)
         if len(tail) == CHUNK:
-            return History(self._key, (*self._chunks, tail), (), self._index)
-        return History(self._key, self._chunks, tail, self._index)
+            return _make(self._key, (*self._chunks, tail), (), self._index, self._n + 1)
+        return _make(self._key, self._chunks, tail, self._index, self._n + 1)
 
     def extend(self, items: Iterable[T]) -> History[T]:
         """This history with ``items`` appended (O(len(items)) plus one chunk)."""
@@ -169,3 +169,24 @@ class History(Generic[T]):
         except (TypeError, AttributeError):
             return False
         return position is not None and self[position] == item
+
+
+def _make(
+    key: Callable[[T], Hashable] | None,
+    chunks: tuple[tuple[T, ...], ...],
+    tail: tuple[T, ...],
+    index: dict[Hashable, list[int]],
+    n: int,
+) -> History[T]:
+    """``History(key, chunks, tail, index)`` of a known length ``n`` (on the path of
+    every append)."""
+    made: History[T] = _new(History)
+    made._key = key
+    made._chunks = chunks
+    made._tail = tail
+    made._n = n
+    made._index = index
+    return made
+
+
+_new = object.__new__

@@ -132,17 +132,17 @@ class Log(Sequence[Record]):
         buf, n = self._buf, self.end
         if len(buf) == n:
             buf.extend(records)
-            return Log(buf, n + k)
+            return _view(buf, n + k)
         if len(buf) >= n + k and all(buf[n + i] is record for i, record in enumerate(records)):
-            return Log(buf, n + k)
+            return _view(buf, n + k)
         fresh = _Buffer(buf[:n])
         fresh.extend(records)
-        return Log(fresh, n + k)
+        return _view(fresh, n + k)
 
     def truncate(self, offset: int) -> Log:
         """Remove every record at or above ``offset`` (Kafka ``Log.truncateTo``)."""
         offset = max(0, offset)
-        return self if offset >= self.end else Log(self._buf, offset)
+        return self if offset >= self.end else _view(self._buf, offset)
 
     def read(self, start: int, end: int | None = None) -> tuple[Record, ...]:
         """Records in ``[start, end)`` (``end`` defaults to, and is capped at, the LEO)."""
@@ -169,6 +169,18 @@ class Log(Sequence[Record]):
         if n > self.end or n > other.end:
             return self[:n] == other[:n]
         return self._buf is other._buf or self._buf[:n] == other._buf[:n]
+
+
+def _view(buf: _Buffer, n: int) -> Log:
+    """``Log(buf, n)`` for a buffer already made (the constructor's checks skipped: this
+    is on the path of every append and truncation)."""
+    log = _new(Log)
+    log._buf = buf
+    log.end = n
+    return log
+
+
+_new = object.__new__
 
 
 def render(log: Sequence[Record]) -> list[str]:
