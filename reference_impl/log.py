@@ -159,8 +159,7 @@ class Log(Sequence[Record]):
         if len(done) < stop:
             first = len(done)
             done.extend(
-                (offset, record.value, record.epoch)
-                for offset, record in enumerate(self._buf[first:stop], start=first)
+                (offset, record.value, record.epoch) for offset, record in enumerate(self._buf[first:stop], start=first)
             )
         return tuple(done[start:stop])
 
