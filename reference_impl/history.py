@@ -74,7 +74,8 @@ class History(Generic[T]):
         return item if self._key is None else self._key(item)
 
     def append(self, item: T) -> History[T]:
-        positions = self._index.setdefault(self._keyed(item), [])
+        key = self._key
+        positions = self._index.setdefault(item if key is None else key(item), [])
         if self._n not in positions:
             positions.append(self._n)
         tail = (*self._tail, item)
@@ -121,9 +122,19 @@ class History(Generic[T]):
 
     def find(self, key: Hashable) -> int | None:
         """The position of the item with ``key`` in this history, or None."""
-        for position in self._index.get(key, ()):
-            if position < self._n and self._keyed(self[position]) == key:
-                return position
+        positions = self._index.get(key)
+        if not positions:
+            return None
+        n, full, keyed = self._n, len(self._chunks) * CHUNK, self._keyed
+        for position in positions:
+            if position < n:
+                held = (
+                    self._tail[position - full]
+                    if position >= full
+                    else self._chunks[position // CHUNK][position % CHUNK]
+                )
+                if keyed(held) == key:
+                    return position
         return None
 
     def _slice(self, start: int, stop: int) -> list[T]:

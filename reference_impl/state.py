@@ -13,9 +13,10 @@ outcomes, and history variables that exist only for the invariants.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 
 from .config import Config
 from .epoch_cache import EpochCache
@@ -171,8 +172,8 @@ MEMO = "_memo"
 copied to another state (``Draft``, ``evolve``)."""
 
 
-def produce_key(outcome: ProduceOutcome) -> str:
-    return outcome.id
+produce_key: Callable[[ProduceOutcome], str] = attrgetter("id")
+"""A producer outcome's key in ``State.produces``: its produce id."""
 
 
 _offset = itemgetter(0)
