@@ -264,8 +264,9 @@ def _holds_since(state: State, before: State) -> bool:
         return False
     changed: list[str] = []
     leaders = 0
+    leader_role = Role.LEADER
     for old, new in zip(old_replicas, replicas, strict=True):
-        if new.online and new.role is Role.LEADER:
+        if new.role is leader_role and new.online:
             leaders += 1
         if new is old:
             continue
@@ -279,8 +280,8 @@ def _holds_since(state: State, before: State) -> bool:
             new.hw < old.hw
             and old.online
             and new.online
-            and old.role is Role.LEADER
-            and new.role is Role.LEADER
+            and old.role is leader_role
+            and new.role is leader_role
             and old.leader_epoch == new.leader_epoch
         ):
             return False
@@ -300,29 +301,33 @@ def _holds_since(state: State, before: State) -> bool:
         leaders = 0  # nothing these two read changed: they held in ``before``
     if (leaders > 1 and one_leader_per_epoch(state)) or ((changed or leaders) and strong_isr(state)):
         return False
-    memo: dict[str, Any] = {CLEAN: True}
-    before_memo: dict[str, Any] = before.__dict__[MEMO]
+    carried: list[str] = []
     # AckedNotLost reads the controller, the leader, the committed records and the two
     # counters: unchanged, they keep the result (and the memo) ``before`` had.
     leader_id = controller.leader
-    if (
+    if not state.committed or leader_id is None:
+        pass  # nothing committed, or no leader: nothing to lose (acked_not_lost)
+    elif (
         state.committed is before.committed
         and controller is old_controller
         and leader_id not in changed
         and state.unclean_elections == before.unclean_elections
         and state.power_failures == before.power_failures
     ):
-        if "AckedNotLost" in before_memo:
-            memo["AckedNotLost"] = before_memo["AckedNotLost"]
-    elif leader_id is not None and _acked_not_lost_incremental(state, before):
+        carried.append("AckedNotLost")
+    elif _acked_not_lost_incremental(state, before):
         return False
     # ConsumerBelowHw: the same outcome object has the same (no) violations.
     if state.consumed is before.consumed:
-        if "ConsumerBelowHw" in before_memo:
-            memo["ConsumerBelowHw"] = before_memo["ConsumerBelowHw"]
+        carried.append("ConsumerBelowHw")
     elif _consumer_below_hw_incremental(state, before):
         return False
-    _memo(state).update(memo)
+    memo = _memo(state)
+    memo[CLEAN] = True
+    before_memo: dict[str, Any] = before.__dict__[MEMO]
+    for name in carried:
+        if name in before_memo:
+            memo[name] = before_memo[name]
     return True
 
 
