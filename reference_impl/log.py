@@ -52,15 +52,13 @@ _set_epoch = Record.__dict__["epoch"].__set__
 
 class _Buffer(list[Record]):
     """A log buffer, with the rendered form of its records made once each: a position of
-    a buffer never changes once written (the module doc), so neither does its rendering,
-    nor its ``(offset, value, epoch)`` entry."""
+    a buffer never changes once written (the module doc), so neither does its rendering."""
 
-    __slots__ = ("entries", "rendered")
+    __slots__ = ("rendered",)
 
     def __init__(self, records: Sequence[Record] = ()) -> None:
         super().__init__(records)
         self.rendered: list[str] = []
-        self.entries: list[tuple[int, str, int]] = []
 
 
 class Log(Sequence[Record]):
@@ -150,18 +148,12 @@ class Log(Sequence[Record]):
         return tuple(self._buf[start:stop]) if start < stop else ()
 
     def read_entries(self, start: int, end: int | None = None) -> tuple[tuple[int, str, int], ...]:
-        """``(offset, value, epoch)`` of the records in ``[start, end)`` (as ``read``),
-        each made once per buffer (consumers read long ranges again and again)."""
+        """``(offset, value, epoch)`` of the records in ``[start, end)`` (as ``read``):
+        what a consumer receives."""
         stop = self.end if end is None or end > self.end else end
         if start >= stop:
             return ()
-        done = self._buf.entries
-        if len(done) < stop:
-            first = len(done)
-            done.extend(
-                (offset, record.value, record.epoch) for offset, record in enumerate(self._buf[first:stop], start=first)
-            )
-        return tuple(done[start:stop])
+        return tuple([(offset, r.value, r.epoch) for offset, r in enumerate(self._buf[start:stop], start)])
 
     def same_prefix(self, other: Log, n: int) -> bool:
         """``self[:n] == other[:n]``: O(1) when the logs share their buffer."""
