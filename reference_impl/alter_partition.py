@@ -49,7 +49,9 @@ def change_isr(d: Draft, leader_id: str, new_isr: tuple[str, ...]) -> bool:
         d.alter_partitions = (*d.alter_partitions, proposal)
         d.fire("ISR-ALTER-1")
         return False
+    # ISR-WRITE-1: the leader's own ZooKeeper write, committed at once.
     d.controller = evolve(ctrl, isr=new_isr, partition_epoch=ctrl.partition_epoch + 1)
+    d.fire("ISR-WRITE-1")
     return True
 
 

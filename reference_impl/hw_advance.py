@@ -20,16 +20,22 @@ def counted_leos(d: Draft, leader: Replica) -> list[int | None]:
     hw-truncation (0.10 ``Partition.maybeIncrementLeaderHW``): the leader and the ISR.
     Epoch generations (0.11+): also followers caught up within ``replica.lag.time.max.ms``
     that are not (yet) in the ISR, so a catching-up follower is not outrun.
-    diverging-epoch: the maximal ISR (ISR-ALTER-1), not only the committed one.
+    diverging-epoch: the maximal ISR (ISR-ALTER-1), not only the committed one, and a
+    caught-up follower counts only while ISR-eligible (KIP-841, 3.3+: not fenced, i.e. not
+    a broker whose failure the controller handled).
     """
     isr = maximal_isr(d)
+    fenced = d.controller.down if d.profile.isr_change_via_alter_partition else ()
     lag = d.config.replica_lag_time_max_ms
     counts_caught_up = d.profile.hw_counts_caught_up
     now = d.clock_ms
     leos: list[int | None] = [leader.leo]
     for progress in leader.progress:
         caught_up = (
-            counts_caught_up and progress.last_caught_up_ms is not None and now - progress.last_caught_up_ms <= lag
+            counts_caught_up
+            and progress.last_caught_up_ms is not None
+            and now - progress.last_caught_up_ms <= lag
+            and progress.replica not in fenced
         )
         if caught_up or progress.replica in isr:
             leos.append(progress.remote_leo)
