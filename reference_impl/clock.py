@@ -43,6 +43,8 @@ def _next_isr_check(d: Draft, after: int, end: int) -> int | None:
     leader = d.replica(leader_id)
     if not d.is_current_leader(leader) or not leader.progress:
         return None
+    if any(p.leader == leader_id for p in d.alter_partitions):
+        return None  # a leader with an ISR change in flight changes nothing (ISR-ALTER-1)
     lag = d.config.replica_lag_time_max_ms
     spares_at_leo = d.profile.shrink_spares_follower_at_leo
     isr = d.controller.isr

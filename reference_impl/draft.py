@@ -24,8 +24,8 @@ from typing import cast
 from .config import Config
 from .generation import Profile
 from .history import History
-from .messages import EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
-from .state import MEMO, ConsumeOutcome, Controller, ProduceOutcome, Replica, Role, State
+from .messages import AlterPartition, EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
+from .state import MEMO, ConsumeOutcome, Controller, EpochQueryOutcome, ProduceOutcome, Replica, Role, State
 
 _set = object.__setattr__
 
@@ -52,6 +52,8 @@ class Draft:
     power_failures: int
     committed: History[tuple[int, str, int]]
     fired: list[str]
+    alter_partitions: tuple[AlterPartition, ...]
+    epoch_query: EpochQueryOutcome | None
 
     profile: Profile
     position: dict[str, int]
