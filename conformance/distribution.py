@@ -12,11 +12,12 @@ lag and fetch-wait times, and sometimes a leader other than the first replica.
 Steps: the reference's ``enabled_steps`` says what may happen (preconditions are never
 re-coded here); a step *kind* is picked by weight among the enabled ones (``WEIGHTS``), then
 one of its enabled steps, and then its free parameters: produce acks 0/1/all, one or two
-records, sometimes sent to a named broker; fetch with ``max_records`` 1; ticks of 1 ms, of the
+records, sometimes sent to a named broker; fetch with ``max_records`` 1 or ``max_wait_ms`` 0; ticks of 1 ms, of the
 fetch wait, of half the lag, of exactly lag - 1, lag and lag + 1 ms, of the checkpoint
 interval and of the request timeout; elections notifying only a subset of the brokers (the
 rest stay in flight); crashes losing an unflushed tail (``unflushed_from``); consumes at
-any offset up to past the leader's LEO. Two combined steps: ``fetch_all`` (every follower
+any offset up to past the leader's LEO; epoch queries for any epoch up to one past the
+controller's, with or without a current leader epoch. Two combined steps: ``fetch_all`` (every follower
 that may fetch does, once) and ``deliver_all`` (every fetch answer in flight arrives), the
 chains that move the high watermark. A step kind the reference gains later is drawn with
 ``OTHER_WEIGHT`` until it gets its own weight.
@@ -33,7 +34,7 @@ from typing import Any, Protocol
 
 from reference_impl import Config, Generation, State, Step, enabled_steps
 from reference_impl.enabled import candidate_steps
-from reference_impl.steps import Consume, Crash, Elect, Fetch, FetchRound, Produce, Tick
+from reference_impl.steps import Consume, Crash, Elect, EpochQuery, Fetch, FetchRound, Produce, Tick
 
 WEIGHTS: dict[str, int] = {
     "fetch": 20,
@@ -45,6 +46,9 @@ WEIGHTS: dict[str, int] = {
     "deliver_epoch": 8,
     "tick": 8,
     "deliver_leader_and_isr": 5,
+    "deliver_alter_partition": 5,
+    "isr_expiration": 2,
+    "epoch_query": 2,
     "consume": 3,
     "elect": 3,
     "restart": 3,
@@ -285,7 +289,15 @@ def vary(chooser: Chooser, state: State, step: Step) -> Step:
     if isinstance(step, Tick):
         return Tick(ms=pick(chooser, tick_lengths(config)))
     if isinstance(step, Fetch | FetchRound):
-        return replace(step, max_records=1) if chooser.integer(0, 4) == 0 else step
+        if chooser.integer(0, 4) == 0:
+            step = replace(step, max_records=1)
+        if chooser.integer(0, 4) == 0:
+            step = replace(step, max_wait_ms=0)  # answered at once, never parked
+        return step
+    if isinstance(step, EpochQuery):
+        epoch = chooser.integer(0, state.controller.epoch + 1)
+        current = chooser.integer(0, state.controller.epoch + 1) if chooser.integer(0, 1) else None
+        return replace(step, epoch=epoch, current_leader_epoch=current)
     if isinstance(step, Consume):
         top = max(r.leo for r in state.replicas)
         return Consume(offset=chooser.integer(0, top + 1) if chooser.integer(0, 2) == 0 else 0)

@@ -126,7 +126,7 @@ def proposal(step: Step, kinds: frozenset[str]) -> Step | None:
     if step.kind in kinds:
         return step
     if isinstance(step, Fetch) and "fetch_round" in kinds:
-        return FetchRound(step.replica, step.max_records)
+        return FetchRound(step.replica, step.max_records, step.max_wait_ms)
     if isinstance(step, EpochRequest) and "epoch_round" in kinds:
         return EpochRound(step.replica)
     return None

@@ -11,8 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .log import Record
+from .values import fast_init
 
 
+@fast_init
 @dataclass(frozen=True)
 class FetchResponse:
     """A fetch response on its way from ``src`` (the leader) to ``dst`` (the follower)."""
@@ -33,6 +35,7 @@ class FetchResponse:
     """The incarnation of the follower that sent the request."""
 
 
+@fast_init
 @dataclass(frozen=True)
 class ParkedFetch:
     """A follower's fetch as the leader holds it: parked in the fetch purgatory
@@ -48,6 +51,7 @@ class ParkedFetch:
     max_records: int | None = None
 
 
+@fast_init
 @dataclass(frozen=True)
 class EpochResponse:
     """An OffsetsForLeaderEpoch response on its way to ``dst``."""
@@ -62,14 +66,29 @@ class EpochResponse:
     incarnation: int = 0
 
 
+@fast_init
 @dataclass(frozen=True)
 class LeaderAndIsr:
     """The controller's decision on its way to one broker."""
 
     dst: str
-    leader: str
+    leader: str | None
+    """None: the partition has no leader (CTRL-ELECT-3)."""
     epoch: int
     isr: tuple[str, ...]
+
+
+@fast_init
+@dataclass(frozen=True)
+class AlterPartition:
+    """A leader's ISR proposal on its way to the controller (KIP-497 AlterIsr, called
+    AlterPartition from 3.2). Carries the epochs the leader based it on."""
+
+    leader: str
+    leader_epoch: int
+    partition_epoch: int
+    isr: tuple[str, ...]
+    """The proposed ISR, in replica order."""
 
 
 @dataclass(frozen=True)

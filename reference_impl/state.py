@@ -13,15 +13,17 @@ outcomes, and history variables that exist only for the invariants.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 
 from .config import Config
 from .epoch_cache import EpochCache
 from .history import History
 from .log import Log, Record
-from .messages import EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
+from .messages import AlterPartition, EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
+from .values import fast_init
 
 
 class Role(StrEnum):
@@ -39,6 +41,7 @@ class FetchState(StrEnum):
     FETCHING = "fetching"
 
 
+@fast_init
 @dataclass(frozen=True)
 class FollowerProgress:
     """What a leader knows of one follower (Kafka ``Replica`` state on the leader).
@@ -94,6 +97,7 @@ class Replica:
         raise KeyError(replica_id)
 
 
+@fast_init
 @dataclass(frozen=True)
 class Controller:
     """The controller's record of the partition (what ZooKeeper / the metadata log holds)."""
@@ -102,8 +106,15 @@ class Controller:
     epoch: int
     isr: tuple[str, ...]
     """In replica order. The leader changes it (AlterPartition), the controller on election."""
+    partition_epoch: int = 0
+    """Bumped by every change of this record (ZooKeeper: the znode version; KRaft: the
+    partition epoch); an AlterPartition based on an older one is refused (ISR-ALTER-2)."""
+    down: tuple[str, ...] = ()
+    """Brokers whose failure the controller has handled (CTRL-FAIL-*), in replica order; an
+    offline broker not listed here has failed without the controller knowing yet."""
 
 
+@fast_init
 @dataclass(frozen=True)
 class ProduceOutcome:
     id: str
@@ -114,6 +125,7 @@ class ProduceOutcome:
     """``(offset, value, epoch)`` of what was appended, for the invariants."""
 
 
+@fast_init
 @dataclass(frozen=True)
 class ConsumeOutcome:
     replica: str | None
@@ -121,6 +133,17 @@ class ConsumeOutcome:
     records: tuple[tuple[int, str, int], ...]
     hw: int | None
     error: str | None
+
+
+@dataclass(frozen=True)
+class EpochQueryOutcome:
+    """The answer to the last ``epoch_query`` (OffsetsForLeaderEpoch from a client)."""
+
+    replica: str
+    requested_epoch: int
+    error: str | None
+    epoch: int
+    end_offset: int
 
 
 @dataclass(frozen=True)
@@ -146,6 +169,10 @@ class State:
     producer or returned to a consumer. Would not exist in an implementation."""
     fired: tuple[str, ...]
     """The spec rules the last step fired, in order (for ``explain`` and rule coverage)."""
+    alter_partitions: tuple[AlterPartition, ...] = ()
+    """ISR changes proposed by a leader, not yet answered by the controller (ISR-ALTER-*)."""
+    epoch_query: EpochQueryOutcome | None = None
+    """The answer to the last ``epoch_query`` step (EPOCH-QUERY-*)."""
 
     def replica(self, replica_id: str) -> Replica:
         return self.replicas[self.config.position[replica_id]]
@@ -166,8 +193,8 @@ MEMO = "_memo"
 copied to another state (``Draft``, ``evolve``)."""
 
 
-def produce_key(outcome: ProduceOutcome) -> str:
-    return outcome.id
+produce_key: Callable[[ProduceOutcome], str] = attrgetter("id")
+"""A producer outcome's key in ``State.produces``: its produce id."""
 
 
 _offset = itemgetter(0)
@@ -184,6 +211,7 @@ def empty_committed() -> History[tuple[int, str, int]]:
 __all__ = [
     "ConsumeOutcome",
     "Controller",
+    "EpochQueryOutcome",
     "FetchState",
     "FollowerProgress",
     "Log",
