@@ -120,7 +120,7 @@ def test_the_fuzz_command_rejects_bad_weights(capsys: pytest.CaptureFixture[str]
 
 def test_a_refused_step_the_member_performs_is_a_replayable_witness(tmp_path: Path) -> None:
     member = ZOO["controlled-election-of-out-of-sync-replica"]
-    report = fuzz_all(member(), Generation.LEADER_EPOCH, examples=60, steps=20, seed=1, stop_at_first=True)
+    report = fuzz_all(member(), Generation.LEADER_EPOCH, examples=60, steps=20, seed=0, stop_at_first=True)
     [failure] = report.failures
     assert failure.signature == "exact:(refused)" and failure.rules == ("CTRL-ELECT-4",)
     assert failure.trace.steps[-1]["kind"] == "elect" and len(failure.trace.steps) <= 4
@@ -133,12 +133,12 @@ def test_a_refused_step_the_member_performs_is_a_replayable_witness(tmp_path: Pa
 
 
 def test_kip_101_data_loss_is_an_expected_finding_with_a_short_witness() -> None:
-    report = fuzz_all(ReferenceAdapter(), Generation.HW_TRUNCATION, examples=40, seed=2)
+    report = fuzz_all(ReferenceAdapter(), Generation.HW_TRUNCATION, examples=200, seed=1)
     assert report.failures == []
     found = {f.invariant: f for f in report.findings}
     assert set(found) == {"StrongIsr", "AckedNotLost"} and all(f.expected for f in found.values())
     loss = found["AckedNotLost"]
-    assert len(loss.path) <= 8
+    assert len(loss.path) <= 10
     # the shrunk witness breaks AckedNotLost on the reference at its last step, not before
     state = initial_state(loss.config)
     broken = []
