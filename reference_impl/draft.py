@@ -17,7 +17,7 @@ from __future__ import annotations
 from .config import Config
 from .generation import Profile
 from .history import History
-from .messages import EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
+from .messages import Delivered, EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
 from .state import MEMO, ConsumeOutcome, Controller, ProduceOutcome, Replica, Role, State
 
 
@@ -43,6 +43,7 @@ class Draft:
     power_failures: int
     committed: History[tuple[int, str, int]]
     fired: list[str]
+    delivered: tuple[Delivered, ...]
 
     profile: Profile
     position: dict[str, int]
@@ -54,6 +55,7 @@ class Draft:
             del fields[MEMO]
         self.replicas = list(state.replicas)
         self.fired = []
+        self.delivered = ()
         self.profile = state.config.profile
         self.position = state.config.position
 

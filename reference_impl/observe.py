@@ -12,6 +12,7 @@ from typing import Any
 
 from . import epoch_cache
 from . import log as logmod
+from .messages import EpochResponse, FetchResponse, ParkedFetch
 from .state import Replica, State
 
 REPLICA_FIELDS = (
@@ -26,8 +27,10 @@ REPLICA_FIELDS = (
     "epoch_cache",
     "fetch_state",
     "remote_leo",
+    "log_start",
 )
-"""Per replica. ``remote_leo`` (the leader's view of each follower) only on a leader."""
+"""Per replica. ``remote_leo`` (the leader's view of each follower) only on a leader.
+``log`` lists the records from ``log_start`` on (LOG-START-1)."""
 
 OBSERVATION_FIELDS = (
     "clock_ms",
@@ -38,6 +41,7 @@ OBSERVATION_FIELDS = (
     "producer",
     "consumer",
     "in_flight",
+    "answers",
 )
 
 
@@ -50,12 +54,13 @@ def observe_replica(replica: Replica) -> dict[str, Any]:
         "leo": replica.leo,
         "hw": replica.hw,
         "checkpoint_hw": replica.checkpoint_hw,
-        "log": logmod.render(replica.log),
+        "log": logmod.render(replica.log)[replica.log_start :] if replica.log_start else logmod.render(replica.log),
         "epoch_cache": epoch_cache.render(replica.epoch_cache),
         "fetch_state": replica.fetch_state.value,
     }
     if replica.progress:
         out["remote_leo"] = {p.replica: p.remote_leo for p in replica.progress}
+    out["log_start"] = replica.log_start
     return out
 
 
@@ -69,6 +74,88 @@ def observe_in_flight(state: State) -> dict[str, Any]:
         "epoch_responses": [describe_message(m) for m in state.epoch_responses],
         "leader_and_isr": [describe_message(m) for m in state.leader_and_isr],
         "pending_produces": [describe_message(m) for m in state.pending_produces],
+    }
+
+
+_RANK = {"parked": 0, "in_flight": 0, "delivered": 1, "dropped": 1, "stale": 2}
+"""Which answer a replica's entry shows when it has several (OBS-ANSWER-1): its current
+session's outstanding one, else the one just delivered, else one a restart orphaned."""
+
+
+def fetch_answer(message: FetchResponse | ParkedFetch, status: str) -> dict[str, Any]:
+    """A fetch answer as data, field by field (OBS-ANSWER-1). A parked fetch has no
+    answer yet: only the request's fields and its deadline are set."""
+    if isinstance(message, ParkedFetch):
+        return {
+            "status": status,
+            "from": message.leader,
+            "current_epoch": message.request_epoch,
+            "fetch_offset": message.fetch_offset,
+            "deadline_ms": message.deadline_ms,
+            "records": None,
+            "hw": None,
+            "log_start": None,
+            "error": None,
+            "diverging_epoch": None,
+            "leader_leo": None,
+        }
+    diverging = message.diverging_epoch
+    return {
+        "status": status,
+        "from": message.src,
+        "current_epoch": message.request_epoch,
+        "fetch_offset": message.fetch_offset,
+        "deadline_ms": None,
+        "records": logmod.render(message.records),
+        "hw": message.hw,
+        "log_start": message.log_start,
+        "error": message.error,
+        "diverging_epoch": None if diverging is None else {"epoch": diverging[0], "end_offset": diverging[1]},
+        "leader_leo": message.leader_leo,
+    }
+
+
+def epoch_answer(message: EpochResponse, status: str) -> dict[str, Any]:
+    """An OffsetsForLeaderEpoch answer as data, field by field (OBS-ANSWER-1)."""
+    return {
+        "status": status,
+        "from": message.src,
+        "current_epoch": message.request_epoch,
+        "requested_epoch": message.requested_epoch,
+        "error": message.error,
+        "epoch": message.epoch,
+        "end_offset": message.end_offset,
+    }
+
+
+def observe_answers(state: State) -> dict[str, Any]:
+    """Per replica, the fetch and the OffsetsForLeaderEpoch answer it is waiting for or
+    just received (OBS-ANSWER-1); None when there is none."""
+    fetch: dict[str, tuple[int, dict[str, Any]] | None] = {r.id: None for r in state.replicas}
+    epoch: dict[str, tuple[int, dict[str, Any]] | None] = {r.id: None for r in state.replicas}
+
+    def offer(table: dict[str, tuple[int, dict[str, Any]] | None], dst: str, status: str, make: Any) -> None:
+        held = table.get(dst)
+        if held is None or _RANK[status] < held[0]:
+            table[dst] = (_RANK[status], make(status))
+
+    for parked in state.parked_fetches:
+        current = parked.incarnation == state.replica(parked.follower).incarnation
+        offer(fetch, parked.follower, "parked" if current else "stale", lambda st, m=parked: fetch_answer(m, st))
+    for response in state.fetch_responses:
+        offer(fetch, response.dst, "in_flight", lambda st, m=response: fetch_answer(m, st))
+    for answer in state.epoch_responses:
+        offer(epoch, answer.dst, "in_flight", lambda st, m=answer: epoch_answer(m, st))
+    for done in state.delivered:
+        status = "dropped" if done.dropped else "delivered"
+        message = done.message
+        if isinstance(message, FetchResponse):
+            offer(fetch, message.dst, status, lambda st, m=message: fetch_answer(m, st))
+        else:
+            offer(epoch, message.dst, status, lambda st, m=message: epoch_answer(m, st))
+    return {
+        "fetch": {name: None if held is None else held[1] for name, held in fetch.items()},
+        "epoch": {name: None if held is None else held[1] for name, held in epoch.items()},
     }
 
 
@@ -91,4 +178,5 @@ def observe(state: State) -> dict[str, Any]:
         "producer": {o.id: o.status for o in state.produces},
         "consumer": consumer,
         "in_flight": observe_in_flight(state),
+        "answers": observe_answers(state),
     }

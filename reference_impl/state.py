@@ -21,7 +21,7 @@ from .config import Config
 from .epoch_cache import EpochCache
 from .history import History
 from .log import Log, Record
-from .messages import EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
+from .messages import Delivered, EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
 
 
 class Role(StrEnum):
@@ -82,6 +82,9 @@ class Replica:
     incarnation: int
     """How many times the broker restarted: a request's answer reaches only the
     incarnation that sent it (a restarted broker has new connections)."""
+    log_start: int = 0
+    """The log start offset: records below it are gone (LOG-START-1). The log keeps
+    offsets as positions, so it holds ``replica_ops.GAP`` placeholders below this."""
 
     @property
     def leo(self) -> int:
@@ -146,6 +149,9 @@ class State:
     producer or returned to a consumer. Would not exist in an implementation."""
     fired: tuple[str, ...]
     """The spec rules the last step fired, in order (for ``explain`` and rule coverage)."""
+    delivered: tuple[Delivered, ...] = ()
+    """The answers the last step delivered (or dropped on arrival): observable for one
+    step (``observe``: ``answers``, OBS-ANSWER-1)."""
 
     def replica(self, replica_id: str) -> Replica:
         return self.replicas[self.config.position[replica_id]]
