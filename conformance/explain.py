@@ -12,7 +12,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from reference_impl import State, StepRejected, apply, initial_state, observe
+from reference_impl import State, StepRejected, apply, observe
 from reference_impl.describe import describe_replica
 
 from .compare import leaf_paths
@@ -45,7 +45,7 @@ def action_text(do: dict[str, Any]) -> str:
 
 def explain_rows(fixture: Fixture) -> tuple[list[list[str]], State]:
     """The step table's rows, and the state the fixture ends in."""
-    state = initial_state(fixture.config)
+    state = fixture.start()
     before = flatten(observe(state))
     rows: list[list[str]] = []
     for fs in fixture.steps:

@@ -64,9 +64,9 @@ class _Wrapper(Adapter):
     def config(self, config: dict[str, Any]) -> dict[str, Any]:
         return config
 
-    def reset(self, config: dict[str, Any]) -> None:
+    def reset(self, config: dict[str, Any], initial: dict[str, Any] | None = None) -> None:
         try:
-            self._state = initial_state(config_from_dict(self.config(dict(config))))
+            self._state = initial_state(config_from_dict(self.config(dict(config))), initial)
         except ConfigError as exc:
             raise AdapterError(f"config rejected: {exc}") from None
 

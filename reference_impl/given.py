@@ -14,6 +14,7 @@ implementation has to re-derive a default.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -110,7 +111,9 @@ def _record(text: Any, field: str) -> Record:
         raise InitialStateError(field, f"a record is 'value@epoch', got {text!r}")
     value, _, epoch = text.partition("@")
     if not value or not epoch.isdigit():
-        raise InitialStateError(field, f"a record is 'value@epoch' with a non-empty value and an epoch >= 0, got {text!r}")
+        raise InitialStateError(
+            field, f"a record is 'value@epoch' with a non-empty value and an epoch >= 0, got {text!r}"
+        )
     return Record(value, int(epoch))
 
 
@@ -188,7 +191,7 @@ def _replica(config: Config, name: str, data: Mapping[str, Any], partition: Cont
         raise InitialStateError(where + "fetch_state", "only a follower can be truncating")
     cache = _cache(config, replica, data.get("epoch_cache"), where + "epoch_cache")
     remote, caught_up = _progress(config, replica, data, partition, where)
-    return _GivenReplica(**{**replica.__dict__, "epoch_cache": cache, "remote_leo": remote, "last_caught_up_ms": caught_up})
+    return dataclasses.replace(replica, epoch_cache=cache, remote_leo=remote, last_caught_up_ms=caught_up)
 
 
 def _fetch_state(config: Config, value: Any, field: str) -> FetchState:
@@ -198,7 +201,8 @@ def _fetch_state(config: Config, value: Any, field: str) -> FetchState:
         raise InitialStateError(field, f"must be truncating or fetching, got {value!r}") from None
     if state is FetchState.TRUNCATING and not config.profile.asks_epoch_before_fetch:
         raise InitialStateError(
-            field, f"only a leader-epoch follower truncates before fetching; this partition runs {config.generation.value}"
+            field,
+            f"only a leader-epoch follower truncates before fetching; this partition runs {config.generation.value}",
         )
     return state
 
