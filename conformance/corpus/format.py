@@ -1,8 +1,8 @@
 """The corpus line: one trace as one JSON object, and its conversion to a runnable ``Fixture``.
 
 A corpus line carries what a fixture file carries (config, optionally the ``initial``
-state to start from, steps, the observation expected after each step) plus provenance, in a form that is cheap to store a million
-times over::
+state to start from, steps, the observation expected after each step) plus provenance,
+in a form that is cheap to store a million times over::
 
     {"corpus": 1, "id": "s1-42", "shape": "crash-mid-fetch",
      "config": {"replicas": ["A", "B", "C"], "generation": "leader-epoch", ...},
