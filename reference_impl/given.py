@@ -277,9 +277,9 @@ def _partition(config: Config, data: Mapping[str, Any]) -> Controller:
     for i, name in enumerate(raw_isr):
         _replica_id(name, f"isr[{i}]", config)
     if len(set(raw_isr)) != len(raw_isr):
-        raise InitialStateError("isr", f"lists a replica twice: {raw_isr}")
+        raise InitialStateError("isr", f"lists a replica twice: [{', '.join(raw_isr)}]")
     if leader is not None and leader not in raw_isr:
-        raise InitialStateError("isr", f"the leader {leader} is not in the ISR {raw_isr} (INIT-1)")
+        raise InitialStateError("isr", f"the leader {leader} is not in the ISR [{', '.join(raw_isr)}] (INIT-1)")
     isr = tuple(name for name in config.replicas if name in raw_isr)
     return Controller(leader=leader, epoch=epoch, isr=isr)
 
