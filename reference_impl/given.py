@@ -23,8 +23,7 @@ from . import epoch_cache
 from .config import Config
 from .epoch_cache import EpochCache
 from .errors import KconformModelError
-from .log import Record
-from .replica_ops import log_starting_at
+from .log import Log, Record
 from .state import Controller, FetchState, FollowerProgress, Replica, Role, State, empty_committed, empty_produces
 
 REPLICA_KEYS = (
@@ -42,6 +41,17 @@ REPLICA_KEYS = (
     "last_caught_up_ms",
 )
 PARTITION_KEYS = ("leader", "leader_epoch", "isr", "replicas")
+
+
+GAP = Record("", -1)
+"""What a log holds below its log start offset (LOG-START-1): offsets stay positions, so
+the records a log no longer has are kept as placeholders that nothing reads, observes
+or caches (no produced value is empty, no epoch is negative)."""
+
+
+def log_starting_at(offset: int, records: tuple[Record, ...] = ()) -> Log:
+    """A log whose start offset is ``offset``, holding ``records`` from there on."""
+    return Log.of((GAP,) * offset + records)
 
 
 class InitialStateError(KconformModelError):

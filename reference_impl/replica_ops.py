@@ -8,18 +8,8 @@ from __future__ import annotations
 
 from . import epoch_cache
 from .draft import Draft
-from .log import Log, Record
+from .given import log_starting_at
 from .values import evolve
-
-GAP = Record("", -1)
-"""What a log holds below its log start offset (LOG-START-1): offsets stay positions, so
-the records a log no longer has are kept as placeholders that nothing reads, observes
-or caches (no produced value is empty, no epoch is negative)."""
-
-
-def log_starting_at(offset: int, records: tuple[Record, ...] = ()) -> Log:
-    """A log whose start offset is ``offset``, holding ``records`` from there on."""
-    return Log.of((GAP,) * offset + records)
 
 
 def set_hw(d: Draft, replica_id: str, new_hw: int) -> None:

@@ -84,7 +84,7 @@ class Replica:
     incarnation that sent it (a restarted broker has new connections)."""
     log_start: int = 0
     """The log start offset: records below it are gone (LOG-START-1). The log keeps
-    offsets as positions, so it holds ``replica_ops.GAP`` placeholders below this."""
+    offsets as positions, so it holds ``given.GAP`` placeholders below this."""
 
     @property
     def leo(self) -> int:
