@@ -90,4 +90,10 @@ def explain(fixture: Fixture, fmt: str = "rounded_outline") -> str:
         maxcolwidths=None if fmt == "github" else [None, 28, None, 26, 26, 28, 40],
     )
     end = "\n".join(f"  {describe_replica(r)}" for r in final.replicas)
-    return f"{head}config: {config}\n\n{table}\n\nfinal state:\n{end}\n"
+    start = ""
+    if fixture.initial is not None:  # a given initial state: show where the steps start from
+        given = fixture.start()
+        ctrl = given.controller
+        lines = "\n".join(f"  {describe_replica(r)}" for r in given.replicas)
+        start = f"initial state: leader={ctrl.leader} epoch={ctrl.epoch} isr=[{','.join(ctrl.isr)}]\n{lines}\n"
+    return f"{head}config: {config}\n{start}\n{table}\n\nfinal state:\n{end}\n"
