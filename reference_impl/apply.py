@@ -11,21 +11,24 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import broker, clock, consumer, controller, follower, producer
+from . import broker, clock, consumer, controller, epoch_leader, follower, isr, producer
 from .draft import Draft
 from .errors import StepRejected
 from .state import State
 from .steps import (
     Consume,
     Crash,
+    DeliverAlterPartition,
     DeliverEpoch,
     DeliverFetch,
     DeliverLeaderAndIsr,
     Elect,
+    EpochQuery,
     EpochRequest,
     EpochRound,
     Fetch,
     FetchRound,
+    IsrExpiration,
     Produce,
     Restart,
     Step,
@@ -36,7 +39,7 @@ from .steps import (
 def _fetch_round(d: Draft, step: FetchRound) -> None:
     """FETCH-ROUND-1: send a fetch; deliver its response if the leader answered at once."""
     d.fire("FETCH-ROUND-1")
-    follower.send_fetch(d, step.replica, step.max_records)
+    follower.send_fetch(d, step.replica, step.max_records, step.max_wait_ms)
     if any(r.dst == step.replica for r in d.fetch_responses):
         follower.deliver_fetch(d, step.replica)
 
@@ -51,13 +54,16 @@ def _epoch_round(d: Draft, step: EpochRound) -> None:
 
 ACTIONS: dict[type, Callable[[Draft, Any], None]] = {
     Produce: producer.produce,
-    Fetch: lambda d, step: follower.send_fetch(d, step.replica, step.max_records),
+    Fetch: lambda d, step: follower.send_fetch(d, step.replica, step.max_records, step.max_wait_ms),
     DeliverFetch: lambda d, step: follower.deliver_fetch(d, step.replica),
     FetchRound: _fetch_round,
     EpochRequest: lambda d, step: follower.send_epoch_request(d, step.replica),
     DeliverEpoch: lambda d, step: follower.deliver_epoch(d, step.replica),
     EpochRound: _epoch_round,
+    EpochQuery: lambda d, step: epoch_leader.answer_epoch_query(d, step.replica, step.epoch, step.current_leader_epoch),
     Tick: lambda d, step: clock.tick(d, step.ms),
+    IsrExpiration: lambda d, step: isr.run_isr_expiration(d, step.replica),
+    DeliverAlterPartition: lambda d, step: controller.deliver_alter_partition(d, step.replica),
     Crash: lambda d, step: broker.crash(d, step.replica, step.unflushed_from),
     Restart: lambda d, step: broker.restart(d, step.replica),
     Elect: controller.elect,

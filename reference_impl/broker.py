@@ -8,6 +8,8 @@ who leads (LeaderAndIsr on startup).
 
 from __future__ import annotations
 
+from .alter_partition import drop_proposals
+from .controller import handle_failures
 from .draft import Draft
 from .errors import StepRejected
 from .fetch_purgatory import abort_parked_fetches
@@ -31,6 +33,7 @@ def crash(d: Draft, replica_id: str, unflushed_from: int | None = None) -> None:
     d.fetch_responses = tuple(r for r in d.fetch_responses if r.dst != replica_id)
     d.epoch_responses = tuple(r for r in d.epoch_responses if r.dst != replica_id)
     d.leader_and_isr = tuple(m for m in d.leader_and_isr if m.dst != replica_id)
+    drop_proposals(d, replica_id)
     d.put(evolve(replica, online=False, role=Role.NONE, progress=(), fetch_state=FetchState.FETCHING))
     d.fire("CRASH-1")
     if unflushed_from is not None:
@@ -46,17 +49,21 @@ def crash(d: Draft, replica_id: str, unflushed_from: int | None = None) -> None:
 
 def restart(d: Draft, replica_id: str) -> None:
     """RESTART-1: the broker starts, HW = its checkpoint (clamped to the LEO), and takes
-    the role the controller gives it now."""
+    the role the controller gives it now. RESTART-2: if the controller had not handled the
+    broker's failure yet, it handles it first (CTRL-FAIL-*)."""
     replica = d.replica(replica_id)
     if replica.online:
         raise StepRejected("RESTART-PRE-1", f"restart: replica {replica_id} is online")
+    if d.controller.leader == replica_id:
+        # RESTART-2: ZooKeeper 2.2+ (KIP-380) sees a bounced broker by its new broker epoch
+        # and runs onBrokerFailure before onBrokerStartup; a broker cannot re-register while
+        # its old ZooKeeper session or KRaft heartbeat session is alive, and its end is the
+        # failure the controller handles.
+        d.fire("RESTART-2")
+        handle_failures(d, None)
     ctrl = d.controller
-    if ctrl.leader == replica_id:
-        raise StepRejected(
-            "RESTART-PRE-1",
-            f"restart: the controller still records {replica_id} as leader; run `elect` first "
-            "(the controller handles a broker's failure before it can re-register)",
-        )
+    ctrl = evolve(ctrl, down=tuple(r for r in ctrl.down if r != replica_id))
+    d.controller = ctrl
     d.put(
         evolve(
             replica,

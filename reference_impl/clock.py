@@ -40,9 +40,10 @@ def _next_isr_check(d: Draft, after: int, end: int) -> int | None:
     lag = d.config.replica_lag_time_max_ms
     spares_at_leo = d.profile.shrink_spares_follower_at_leo
     best: int | None = None
+    proposing = {p.leader for p in d.alter_partitions}
     for leader in d.replicas:
-        if not d.is_current_leader(leader):
-            continue
+        if not d.is_current_leader(leader) or leader.id in proposing:
+            continue  # a leader with an ISR change in flight changes nothing (ISR-ALTER-1)
         for progress in leader.progress:
             if progress.replica not in d.controller.isr:
                 continue

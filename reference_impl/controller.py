@@ -1,77 +1,196 @@
 """The controller: elects leaders, bumps the epoch, tells brokers (LeaderAndIsr).
 
 Mirrors the ZooKeeper controller's ``OfflinePartitionLeaderElectionStrategy`` (clean
-and unclean) and the preferred-replica election, with each broker learning the
-decision through a LeaderAndIsr message that may stay in flight.
+and unclean), its handling of a broker's failure (``onBrokerFailure``: election, then
+removal from every ISR) and the preferred-replica election, with each broker learning the
+decision through a LeaderAndIsr message that may stay in flight; and its answer to a
+leader's AlterPartition.
 """
 
 from __future__ import annotations
 
+from .alter_partition import drop_proposals
 from .draft import Draft
 from .errors import StepRejected
 from .fetch_purgatory import abort_parked_fetches
+from .hw_advance import maybe_increment_hw
 from .messages import LeaderAndIsr
 from .network import drop_unreachable_answers
 from .purgatory import fail_pending_produces
-from .roles import become_follower, become_leader
+from .roles import become_follower, become_leader, become_leaderless
 from .state import Controller, Role
 from .steps import Elect
 from .values import evolve
 
 
-def elect(d: Draft, step: Elect) -> None:
-    """CTRL-ELECT-1..5: choose a leader, bump the epoch, send LeaderAndIsr."""
+def unhandled_failures(d: Draft) -> list[str]:
+    """Offline brokers whose failure the controller has not handled yet, in replica order."""
+    down = d.controller.down
+    return [r for r in d.config.replicas if not d.replica(r).online and r not in down]
+
+
+def handle_failures(d: Draft, notify: tuple[str, ...] | None) -> None:
+    """CTRL-FAIL-*: the controller handles the failure of every broker that went down since
+    it last looked (ZooKeeper: ``KafkaController.onBrokerFailure`` once the broker's session
+    ended; KRaft: ``ReplicationControlManager.handleBrokerFenced``). First the partition,
+    if its leader is among them, gets a new leader (CTRL-ELECT-1/2); if none can lead,
+    each dead ISR member is removed from the ISR in turn (CTRL-FAIL-1/2)."""
+    dead = unhandled_failures(d)
+    before = d.controller
+    d.controller = evolve(before, down=tuple(r for r in d.config.replicas if r in before.down or r in dead))
+    elected = False
+    if before.leader is None or before.leader in dead:
+        elected = _offline_election(d)
+    if not elected:
+        for replica_id in dead:
+            _remove_from_isr(d, replica_id)
+        if before.leader in dead:
+            d.fire("CTRL-ELECT-3")
+    _send_leader_and_isr(d, before, notify)
+
+
+def _offline_election(d: Draft) -> bool:
+    """CTRL-ELECT-1/2: elect for a partition without a live leader; False if nobody may lead
+    (CTRL-ELECT-3: then nothing is written by the election itself)."""
     ctrl = d.controller
     replicas = d.config.replicas
     online = [r for r in replicas if d.replica(r).online]
-    if step.leader is not None:
-        # CTRL-ELECT-4: controlled election of a named live ISR member.
-        if step.leader not in replicas:
-            raise StepRejected("CTRL-ELECT-4", f"elect: unknown replica {step.leader!r}")
-        if step.leader not in online:
-            raise StepRejected("CTRL-ELECT-4", f"elect: replica {step.leader} is offline")
-        if step.leader not in ctrl.isr:
-            raise StepRejected(
-                "CTRL-ELECT-4",
-                f"elect: replica {step.leader} is not in the ISR {list(ctrl.isr)}; "
-                "a controlled election picks an ISR member",
-            )
-        new_leader, new_isr, rule = step.leader, ctrl.isr, "CTRL-ELECT-4"
+    live_isr = [r for r in ctrl.isr if r in online]
+    if live_isr:
+        # CTRL-ELECT-1: first live ISR member in replica order; ISR = live ISR.
+        ordered = [r for r in replicas if r in live_isr]
+        new_leader, new_isr, rule = ordered[0], tuple(ordered), "CTRL-ELECT-1"
+    elif d.config.unclean_leader_election and online:
+        # CTRL-ELECT-2: unclean: first live replica; the ISR is the leader alone.
+        new_leader, new_isr, rule = online[0], (online[0],), "CTRL-ELECT-2"
+        d.unclean_elections += 1
     else:
-        if ctrl.leader is not None and d.replica(ctrl.leader).online:
-            raise StepRejected(
-                "CTRL-ELECT-PRE-1",
-                f"elect: the leader {ctrl.leader} is alive; name a leader for a controlled election",
-            )
-        live_isr = [r for r in ctrl.isr if r in online]
-        if live_isr:
-            # CTRL-ELECT-1: first live ISR member in replica order; ISR = live ISR.
-            ordered = [r for r in replicas if r in live_isr]
-            new_leader, new_isr, rule = ordered[0], tuple(ordered), "CTRL-ELECT-1"
-        elif d.config.unclean_leader_election and online:
-            # CTRL-ELECT-2: unclean: first live replica; the ISR is the leader alone.
-            new_leader, new_isr, rule = online[0], (online[0],), "CTRL-ELECT-2"
-            d.unclean_elections += 1
-        else:
-            # CTRL-ELECT-3: nobody may lead: the partition is offline, epoch unchanged.
-            d.controller = evolve(ctrl, leader=None)
-            d.fire("CTRL-ELECT-3")
-            return
-
-    # CTRL-ELECT-5: epoch + 1, and LeaderAndIsr to every live broker.
-    epoch = ctrl.epoch + 1
-    d.controller = Controller(leader=new_leader, epoch=epoch, isr=new_isr)
+        return False
+    # CTRL-ELECT-5: epoch + 1.
+    d.controller = evolve(
+        ctrl, leader=new_leader, epoch=ctrl.epoch + 1, isr=new_isr, partition_epoch=ctrl.partition_epoch + 1
+    )
     d.fire(rule, "CTRL-ELECT-5")
-    notify = online if step.notify is None else list(step.notify)
-    for name in notify:
-        if name not in replicas:
-            raise StepRejected("CTRL-ELECT-5", f"elect.notify: unknown replica {name!r}")
+    return True
+
+
+def _remove_from_isr(d: Draft, replica_id: str) -> None:
+    """CTRL-FAIL-1: remove a dead broker from the ISR (leader none if it led), one write per
+    broker. ZooKeeper (``ReplicaStateMachine.doRemoveReplicasFromIsr`` 1.1+,
+    ``KafkaController.removeReplicaFromIsr`` 0.10) writes ``newLeaderAndIsr``: leader epoch
+    + 1 even when the leader stays or nothing else changes. KRaft (MV 3.6-IV0+,
+    ``PartitionChangeBuilder``) bumps the leader epoch only when the leader changes and
+    writes nothing when nothing changes. CTRL-FAIL-2: the last member stays (1.1+,
+    KAFKA-5642; KRaft without ELR); 0.10 keeps it only with unclean election disabled."""
+    ctrl = d.controller
+    if replica_id not in ctrl.isr:
+        return
+    new_isr = tuple(r for r in ctrl.isr if r != replica_id)
+    if not new_isr and (d.profile.keeps_last_isr_member or not d.config.unclean_leader_election):
+        new_isr = ctrl.isr
+        d.fire("CTRL-FAIL-2")
+    new_leader = None if ctrl.leader == replica_id else ctrl.leader
+    bumps = d.profile.isr_removal_bumps_leader_epoch
+    if new_isr == ctrl.isr and new_leader == ctrl.leader and not bumps:
+        return
+    epoch = ctrl.epoch + 1 if bumps or new_leader != ctrl.leader else ctrl.epoch
+    d.controller = evolve(ctrl, leader=new_leader, epoch=epoch, isr=new_isr, partition_epoch=ctrl.partition_epoch + 1)
+    d.fire("CTRL-FAIL-1")
+
+
+def _send_leader_and_isr(d: Draft, before: Controller, notify: tuple[str, ...] | None) -> None:
+    """CTRL-ELECT-5: a new leader epoch goes to every live broker in a LeaderAndIsr; those in
+    ``notify`` (default: all) apply it now, the others when it is delivered. A change that
+    keeps the leader epoch (KRaft ISR change) reaches the brokers as metadata, which the
+    model's leader reads from the controller's record directly."""
+    ctrl = d.controller
+    if ctrl.epoch == before.epoch:
+        return
+    replicas = d.config.replicas
+    online = [r for r in replicas if d.replica(r).online]
+    if notify is not None:
+        for name in notify:
+            if name not in replicas:
+                raise StepRejected("CTRL-ELECT-5", f"elect.notify: unknown replica {name!r}")
     for name in online:
-        message = LeaderAndIsr(dst=name, leader=new_leader, epoch=epoch, isr=new_isr)
-        if name in notify:
+        message = LeaderAndIsr(dst=name, leader=ctrl.leader, epoch=ctrl.epoch, isr=ctrl.isr)
+        if notify is None or name in notify:
             apply_leader_and_isr(d, message)
         else:
             d.leader_and_isr = (*d.leader_and_isr, message)
+
+
+def elect(d: Draft, step: Elect) -> None:
+    """CTRL-ELECT-*: without ``leader``, the controller handles the brokers that failed
+    (CTRL-FAIL-*) and elects for an offline partition; with ``leader``, a controlled
+    election. Both bump the epoch and send LeaderAndIsr."""
+    ctrl = d.controller
+    replicas = d.config.replicas
+    if step.leader is None:
+        if ctrl.leader is not None and d.replica(ctrl.leader).online and not unhandled_failures(d):
+            raise StepRejected(
+                "CTRL-ELECT-PRE-1",
+                f"elect: the leader {ctrl.leader} is alive and no broker failure is pending; "
+                "name a leader for a controlled election",
+            )
+        if unhandled_failures(d):
+            handle_failures(d, step.notify)
+            return
+        # The partition is offline with every failure handled: try again (a broker came back).
+        if not _offline_election(d):
+            d.fire("CTRL-ELECT-3")
+        _send_leader_and_isr(d, ctrl, step.notify)
+        return
+    online = [r for r in replicas if d.replica(r).online]
+    # CTRL-ELECT-4: controlled election of a named live ISR member.
+    if step.leader not in replicas:
+        raise StepRejected("CTRL-ELECT-4", f"elect: unknown replica {step.leader!r}")
+    if step.leader not in online:
+        raise StepRejected("CTRL-ELECT-4", f"elect: replica {step.leader} is offline")
+    if step.leader not in ctrl.isr:
+        raise StepRejected(
+            "CTRL-ELECT-4",
+            f"elect: replica {step.leader} is not in the ISR {list(ctrl.isr)}; "
+            "a controlled election picks an ISR member",
+        )
+    # CTRL-ELECT-5: epoch + 1, and LeaderAndIsr to every live broker.
+    d.controller = evolve(ctrl, leader=step.leader, epoch=ctrl.epoch + 1, partition_epoch=ctrl.partition_epoch + 1)
+    d.fire("CTRL-ELECT-4", "CTRL-ELECT-5")
+    _send_leader_and_isr(d, ctrl, step.notify)
+
+
+def deliver_alter_partition(d: Draft, replica_id: str) -> None:
+    """ISR-ALTER-PRE-1: the proposal of leader ``replica_id`` reaches the controller, which
+    answers it; the answer reaches the leader in the same step.
+
+    ISR-ALTER-2: refused with ``FENCED_LEADER_EPOCH`` if the leader's epoch is older than
+    the controller's, ``INVALID_UPDATE_VERSION`` if its partition epoch is, and
+    ``INELIGIBLE_REPLICA`` (KIP-841) if it adds a broker the controller knows is down;
+    otherwise committed: the ISR changes, the partition epoch goes up by one and the leader
+    epoch does not (``KafkaController.processAlterPartition``,
+    ``ReplicationControlManager.alterPartition``). ISR-ALTER-3: the leader then retries its
+    HW (``Partition.handleAlterPartitionUpdate``, 3.1+, KAFKA-13091). ISR-ALTER-4: on a
+    refusal the leader returns to the committed ISR."""
+    proposal = next((p for p in d.alter_partitions if p.leader == replica_id), None)
+    if proposal is None:
+        raise StepRejected(
+            "ISR-ALTER-PRE-1", f"deliver_alter_partition: no ISR proposal of {replica_id} is in flight"
+        )
+    d.alter_partitions = tuple(p for p in d.alter_partitions if p is not proposal)
+    ctrl = d.controller
+    error = None
+    if proposal.leader_epoch < ctrl.epoch:
+        error = "FENCED_LEADER_EPOCH"
+    elif proposal.partition_epoch < ctrl.partition_epoch:
+        error = "INVALID_UPDATE_VERSION"
+    elif any(r in ctrl.down for r in proposal.isr if r not in ctrl.isr):
+        error = "INELIGIBLE_REPLICA"
+    if error is not None:
+        d.fire("ISR-ALTER-4")
+        return
+    d.controller = evolve(ctrl, isr=proposal.isr, partition_epoch=ctrl.partition_epoch + 1)
+    d.fire("ISR-ALTER-2", "ISR-ALTER-3")
+    maybe_increment_hw(d, replica_id)
 
 
 def deliver_leader_and_isr(d: Draft, replica_id: str) -> None:
@@ -101,7 +220,10 @@ def apply_leader_and_isr(d: Draft, message: LeaderAndIsr) -> None:
     elif replica.role is Role.LEADER:
         # Re-elected at a new epoch: parked fetches carry the old epoch (FENCED).
         abort_parked_fetches(d, replica.id, error="FENCED_LEADER_EPOCH")
-    if message.leader == replica.id:
+    drop_proposals(d, replica.id)
+    if message.leader is None:
+        become_leaderless(d, replica.id, message.epoch)
+    elif message.leader == replica.id:
         become_leader(d, replica.id, message.epoch)
     else:
         become_follower(d, replica.id, message.leader, message.epoch)

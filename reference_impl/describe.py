@@ -7,10 +7,10 @@ place that shows a message shows it the same way (etcd raft's ``DescribeMessage`
 from __future__ import annotations
 
 from .log import render as render_log
-from .messages import EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
+from .messages import AlterPartition, EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
 from .state import Replica
 
-Message = FetchResponse | ParkedFetch | EpochResponse | LeaderAndIsr | PendingProduce
+Message = FetchResponse | ParkedFetch | EpochResponse | LeaderAndIsr | PendingProduce | AlterPartition
 
 
 def describe_message(message: Message) -> str:
@@ -38,7 +38,14 @@ def describe_message(message: Message) -> str:
         return head + f" epoch={message.epoch} end_offset={message.end_offset})"
     if isinstance(message, LeaderAndIsr):
         isr = ",".join(message.isr)
-        return f"controller->{message.dst} LeaderAndIsr(leader={message.leader} epoch={message.epoch} isr=[{isr}])"
+        leader = "none" if message.leader is None else message.leader
+        return f"controller->{message.dst} LeaderAndIsr(leader={leader} epoch={message.epoch} isr=[{isr}])"
+    if isinstance(message, AlterPartition):
+        isr = ",".join(message.isr)
+        return (
+            f"{message.leader}->controller AlterPartition(epoch={message.leader_epoch} "
+            f"partition_epoch={message.partition_epoch} isr=[{isr}])"
+        )
     return (
         f"producer->{message.leader} Produce(id={message.id} acks=all) waits for HW>={message.required_offset}"
         f" until {message.deadline_ms}"

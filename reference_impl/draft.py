@@ -17,8 +17,8 @@ from __future__ import annotations
 from .config import Config
 from .generation import Profile
 from .history import History
-from .messages import Delivered, EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
-from .state import MEMO, ConsumeOutcome, Controller, ProduceOutcome, Replica, Role, State
+from .messages import AlterPartition, Delivered, EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
+from .state import MEMO, ConsumeOutcome, Controller, EpochQueryOutcome, ProduceOutcome, Replica, Role, State
 
 
 class Draft:
@@ -44,6 +44,8 @@ class Draft:
     committed: History[tuple[int, str, int]]
     fired: list[str]
     delivered: tuple[Delivered, ...]
+    alter_partitions: tuple[AlterPartition, ...]
+    epoch_query: EpochQueryOutcome | None
 
     profile: Profile
     position: dict[str, int]

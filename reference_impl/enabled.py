@@ -2,8 +2,9 @@
 
 ``candidate_steps`` lists a few representative steps (tick lengths, acks levels);
 ``enabled_steps`` keeps those whose preconditions hold, read straight from the spec's
-PRE rules (STEP-PRE-1, PRODUCE-PRE-1, FETCH-PRE-1, EPOCH-PRE-1, the DELIVER-PRE rules,
-CRASH-PRE-1, RESTART-PRE-1, CTRL-ELECT-PRE-1, CTRL-ELECT-4, LAI-PRE-1) without applying
+PRE rules (STEP-PRE-1, PRODUCE-PRE-1, FETCH-PRE-1, EPOCH-PRE-1, EPOCH-QUERY-PRE-1, the
+DELIVER-PRE rules, ISR-SHRINK-PRE-1, ISR-ALTER-PRE-1, CRASH-PRE-1, RESTART-PRE-1,
+CTRL-ELECT-PRE-1, CTRL-ELECT-4, LAI-PRE-1) without applying
 anything. ``tests/test_enabled.py`` checks it against trying each candidate on the
 reference, on random states.
 """
@@ -14,12 +15,15 @@ from .state import FetchState, Role, State
 from .steps import (
     Consume,
     Crash,
+    DeliverAlterPartition,
     DeliverEpoch,
     DeliverFetch,
     DeliverLeaderAndIsr,
     Elect,
+    EpochQuery,
     EpochRequest,
     Fetch,
+    IsrExpiration,
     Produce,
     Restart,
     Step,
@@ -48,6 +52,9 @@ def candidate_steps(state: State) -> list[Step]:
             Restart(replica=name),
             DeliverLeaderAndIsr(replica=name),
             Elect(leader=name),
+            EpochQuery(replica=name, epoch=state.controller.epoch),
+            IsrExpiration(replica=name),
+            DeliverAlterPartition(replica=name),
         ]
     return steps
 
@@ -72,12 +79,15 @@ def enabled_steps(state: State) -> list[Step]:
     if state.produces.find(f"p{seq}") is None:  # PRODUCE-PRE-1: the automatic id is free
         steps += [Produce(values=(f"v{seq}",), acks="all"), Produce(values=(f"v{seq}",), acks="1")]
     steps += [Tick(ms=cfg.replica_fetch_wait_max_ms), Tick(ms=cfg.replica_lag_time_max_ms // 2), Consume(offset=0)]
-    if ctrl.leader is None or not state.replica(ctrl.leader).online:  # CTRL-ELECT-PRE-1
+    unhandled = any(not r.online and r.id not in ctrl.down for r in state.replicas)
+    if ctrl.leader is None or unhandled:  # CTRL-ELECT-PRE-1
         steps.append(Elect())
     fetch_to = {r.dst for r in state.fetch_responses}
     epoch_to = {r.dst for r in state.epoch_responses}
     lai_to = {m.dst for m in state.leader_and_isr}
     asks_epoch = cfg.profile.asks_epoch_before_fetch
+    keeps_cache = cfg.profile.keeps_epoch_cache
+    proposing = {p.leader for p in state.alter_partitions}
     for replica in state.replicas:
         name = replica.id
         following = _follows_live_leader(state, name)
@@ -96,10 +106,16 @@ def enabled_steps(state: State) -> list[Step]:
             steps.append(DeliverEpoch(replica=name))
         if replica.online:  # CRASH-PRE-1
             steps.append(Crash(replica=name))
-        elif ctrl.leader != name:  # RESTART-PRE-1
+        else:  # RESTART-PRE-1
             steps.append(Restart(replica=name))
         if name in lai_to:  # LAI-PRE-1
             steps.append(DeliverLeaderAndIsr(replica=name))
         if replica.online and name in ctrl.isr:  # CTRL-ELECT-4
             steps.append(Elect(leader=name))
+        if keeps_cache and replica.online:  # EPOCH-QUERY-PRE-1
+            steps.append(EpochQuery(replica=name, epoch=ctrl.epoch))
+        if replica.online:  # ISR-SHRINK-PRE-1
+            steps.append(IsrExpiration(replica=name))
+        if name in proposing:  # ISR-ALTER-PRE-1
+            steps.append(DeliverAlterPartition(replica=name))
     return steps

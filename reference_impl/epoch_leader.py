@@ -1,12 +1,15 @@
-"""A leader answering OffsetsForLeaderEpoch (EPOCH-LEADER-1/2), leader-epoch only."""
+"""A leader answering OffsetsForLeaderEpoch: its follower's (EPOCH-LEADER-1/2,
+leader-epoch only) and a client's query for a chosen epoch (EPOCH-QUERY-*)."""
 
 from __future__ import annotations
 
 from . import epoch_cache
 from .draft import Draft
+from .errors import StepRejected
 from .leader_fetch import fencing_error
 from .messages import EpochResponse
 from .network import reachable
+from .state import EpochQueryOutcome
 
 
 def handle_epoch_request(
@@ -40,3 +43,30 @@ def handle_epoch_request(
         d.fire("MSG-DROP-1")
         return
     d.epoch_responses = (*d.epoch_responses, response)
+
+
+def answer_epoch_query(d: Draft, replica_id: str, requested_epoch: int, current_epoch: int | None) -> None:
+    """EPOCH-QUERY-1/2: any broker asked for the end offset of ``requested_epoch`` answers
+    as a leader answers a follower: KIP-320 fencing when the query carries a current
+    leader epoch, then ``NOT_LEADER_OR_FOLLOWER`` unless it leads, else
+    ``end_offset_for`` (EPOCH-CACHE-3). Source: ``ReplicaManager.lastOffsetForLeaderEpoch``
+    / ``Partition.lastOffsetForLeaderEpoch`` (fetchOnlyFromLeader = true)."""
+    if not d.profile.keeps_epoch_cache:
+        raise StepRejected(
+            "EPOCH-QUERY-PRE-1",
+            f"epoch_query: OffsetsForLeaderEpoch exists from Kafka 0.11 (KIP-101); "
+            f"this partition runs {d.config.generation.value}",
+        )
+    replica = d.replica(replica_id)
+    if not replica.online:
+        raise StepRejected("EPOCH-QUERY-PRE-1", f"epoch_query: replica {replica_id} is offline")
+    error = fencing_error(replica, current_epoch if current_epoch is not None else 0, current_epoch is not None)
+    if error is not None:
+        epoch, end = epoch_cache.UNDEFINED_EPOCH, epoch_cache.UNDEFINED_OFFSET
+        d.fire("EPOCH-QUERY-1")
+    else:
+        epoch, end = epoch_cache.end_offset_for(replica.epoch_cache, requested_epoch, replica.leo)
+        d.fire("EPOCH-QUERY-2", "EPOCH-CACHE-3")
+    d.epoch_query = EpochQueryOutcome(
+        replica=replica_id, requested_epoch=requested_epoch, error=error, epoch=epoch, end_offset=end
+    )

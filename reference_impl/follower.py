@@ -44,7 +44,7 @@ def _require_follower(d: Draft, replica_id: str, action: str, rule: str) -> Repl
 # --- fetch ---------------------------------------------------------------------------
 
 
-def send_fetch(d: Draft, replica_id: str, max_records: int | None = None) -> None:
+def send_fetch(d: Draft, replica_id: str, max_records: int | None = None, max_wait_ms: int | None = None) -> None:
     """FETCH-PRE-1: a live follower with no fetch outstanding (and, under leader-epoch,
     done truncating) sends ``fetch(offset = LEO)`` to the leader it knows, carrying its
     current leader epoch and, under diverging-epoch, the epoch of its last record."""
@@ -70,6 +70,7 @@ def send_fetch(d: Draft, replica_id: str, max_records: int | None = None) -> Non
         last_fetched,
         follower.incarnation,
         max_records,
+        max_wait_ms,
     )
 
 

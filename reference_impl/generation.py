@@ -22,7 +22,8 @@ class Generation(StrEnum):
     """Kafka 0.11 to 2.6: OffsetsForLeaderEpoch before fetching (KIP-101, KIP-279, KIP-320)."""
 
     DIVERGING_EPOCH = "diverging-epoch"
-    """Kafka 2.7 and later: the fetch carries the last fetched epoch (KIP-595 style)."""
+    """Kafka 2.7 and later, as trunk has it (KRaft, 3.7+): the fetch carries the last fetched
+    epoch (KIP-595 style); ISR changes go through AlterPartition; the min-ISR HW gate."""
 
     @property
     def profile(self) -> Profile:
@@ -58,6 +59,16 @@ class Profile:
     """FOLLOWER-OOR-2: with unclean election off, a leader LEO below the follower's halts it."""
     hw_retry_only_when_leo_moved: bool
     """HW-LEADER-1: a follower fetch retries the HW only when it moved the remote LEO."""
+    keeps_last_isr_member: bool
+    """CTRL-FAIL-2: the controller never empties the ISR (else only while unclean election is off)."""
+    isr_removal_bumps_leader_epoch: bool
+    """CTRL-FAIL-1: removing a dead follower from the ISR bumps the leader epoch (else only
+    the partition epoch)."""
+    isr_change_via_alter_partition: bool
+    """ISR-ALTER-*: the leader proposes ISR changes (AlterPartition) and counts the maximal
+    ISR until the controller's answer commits them (else a direct, atomic write)."""
+    hw_frozen_under_min_isr: bool
+    """HW-LEADER-3: the leader's HW does not move while the ISR is below min.insync.replicas."""
 
 
 def _profile(generation: Generation, **flags: bool) -> Profile:
@@ -78,6 +89,10 @@ PROFILES: dict[Generation, Profile] = {
         isr_join_needs_epoch_start=False,
         halts_on_out_of_range=True,
         hw_retry_only_when_leo_moved=False,
+        keeps_last_isr_member=False,
+        isr_removal_bumps_leader_epoch=True,
+        isr_change_via_alter_partition=False,
+        hw_frozen_under_min_isr=False,
     ),
     Generation.LEADER_EPOCH: _profile(
         Generation.LEADER_EPOCH,
@@ -92,6 +107,10 @@ PROFILES: dict[Generation, Profile] = {
         isr_join_needs_epoch_start=True,
         halts_on_out_of_range=False,
         hw_retry_only_when_leo_moved=False,
+        keeps_last_isr_member=True,
+        isr_removal_bumps_leader_epoch=True,
+        isr_change_via_alter_partition=False,
+        hw_frozen_under_min_isr=False,
     ),
     Generation.DIVERGING_EPOCH: _profile(
         Generation.DIVERGING_EPOCH,
@@ -106,6 +125,10 @@ PROFILES: dict[Generation, Profile] = {
         isr_join_needs_epoch_start=True,
         halts_on_out_of_range=False,
         hw_retry_only_when_leo_moved=True,
+        keeps_last_isr_member=True,
+        isr_removal_bumps_leader_epoch=False,
+        isr_change_via_alter_partition=True,
+        hw_frozen_under_min_isr=True,
     ),
 }
 

@@ -40,7 +40,7 @@ REPLICA_KEYS = (
     "remote_leo",
     "last_caught_up_ms",
 )
-PARTITION_KEYS = ("leader", "leader_epoch", "isr", "replicas")
+PARTITION_KEYS = ("leader", "leader_epoch", "partition_epoch", "isr", "replicas")
 
 
 GAP = Record("", -1)
@@ -291,7 +291,10 @@ def _partition(config: Config, data: Mapping[str, Any]) -> Controller:
     if leader is not None and leader not in raw_isr:
         raise InitialStateError("isr", f"the leader {leader} is not in the ISR [{', '.join(raw_isr)}] (INIT-1)")
     isr = tuple(name for name in config.replicas if name in raw_isr)
-    return Controller(leader=leader, epoch=epoch, isr=isr)
+    partition_epoch = _int(data.get("partition_epoch", 0), "partition_epoch")
+    # An offline replica's failure is not yet handled by the controller (its next step
+    # does, CTRL-FAIL-*): the start has nothing in flight and no pending controller work.
+    return Controller(leader=leader, epoch=epoch, isr=isr, partition_epoch=partition_epoch)
 
 
 def parse(config: Config, data: Mapping[str, Any]) -> tuple[Controller, tuple[_GivenReplica, ...]]:
@@ -415,6 +418,7 @@ def normalise(config: Config, data: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "leader": partition.leader,
         "leader_epoch": partition.epoch,
+        "partition_epoch": partition.partition_epoch,
         "isr": list(partition.isr),
         "replicas": replicas,
     }

@@ -7,6 +7,7 @@ completes the acks=all produces the new HW satisfies.
 from __future__ import annotations
 
 from . import hw
+from .alter_partition import maximal_isr
 from .draft import Draft
 from .purgatory import maybe_complete_produces
 from .replica_ops import set_hw
@@ -19,15 +20,22 @@ def counted_leos(d: Draft, leader: Replica) -> list[int | None]:
     hw-truncation (0.10 ``Partition.maybeIncrementLeaderHW``): the leader and the ISR.
     Epoch generations (0.11+): also followers caught up within ``replica.lag.time.max.ms``
     that are not (yet) in the ISR, so a catching-up follower is not outrun.
+    diverging-epoch: the maximal ISR (ISR-ALTER-1), not only the committed one, and a
+    caught-up follower counts only while ISR-eligible (KIP-841, 3.3+: not fenced, i.e. not
+    a broker whose failure the controller handled).
     """
-    isr = d.controller.isr
+    isr = maximal_isr(d)
+    fenced = d.controller.down if d.profile.isr_change_via_alter_partition else ()
     lag = d.config.replica_lag_time_max_ms
     counts_caught_up = d.profile.hw_counts_caught_up
     now = d.clock_ms
     leos: list[int | None] = [leader.leo]
     for progress in leader.progress:
         caught_up = (
-            counts_caught_up and progress.last_caught_up_ms is not None and now - progress.last_caught_up_ms <= lag
+            counts_caught_up
+            and progress.last_caught_up_ms is not None
+            and now - progress.last_caught_up_ms <= lag
+            and progress.replica not in fenced
         )
         if caught_up or progress.replica in isr:
             leos.append(progress.remote_leo)
@@ -35,13 +43,19 @@ def counted_leos(d: Draft, leader: Replica) -> list[int | None]:
 
 
 def maybe_increment_hw(d: Draft, leader_id: str) -> None:
-    """HW-LEADER-1: the leader's HW becomes max(HW, min(counted LEOs)); then any
-    acks=all produce whose offset is now below the HW completes (PRODUCE-5)."""
+    """HW-LEADER-1: the leader's HW becomes max(HW, min(counted LEOs)), unless HW-LEADER-3
+    freezes it; then any acks=all produce whose offset is now below the HW completes
+    (PRODUCE-5)."""
     leader = d.replica(leader_id)
     if not leader.online or leader.role is not Role.LEADER:
         return
     new_hw = hw.leader_hw(leader.hw, counted_leos(d, leader))
     if new_hw == leader.hw:
+        return
+    if d.profile.hw_frozen_under_min_isr and len(d.controller.isr) < d.config.min_insync_replicas:
+        # HW-LEADER-3 (3.7+, KAFKA-15583): Partition.maybeIncrementLeaderHW returns at once
+        # while the committed ISR is below min.insync.replicas (isUnderMinIsr).
+        d.fire("HW-LEADER-3")
         return
     set_hw(d, leader_id, new_hw)
     d.fire("HW-LEADER-1", "HW-LEADER-2")

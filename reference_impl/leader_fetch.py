@@ -74,8 +74,11 @@ def handle_fetch(
     last_fetched_epoch: int | None,
     incarnation: int,
     max_records: int | None = None,
+    max_wait_ms: int | None = None,
 ) -> None:
-    """Leader ``leader_id`` handles a fetch from ``follower_id`` at ``fetch_offset``."""
+    """Leader ``leader_id`` handles a fetch from ``follower_id`` at ``fetch_offset``.
+
+    ``max_wait_ms`` is the request's max wait (default ``replica.fetch.wait.max.ms``)."""
     leader = d.replica(leader_id)
     profile = d.profile
     # The request as the purgatory would hold it; every answer is addressed from it.
@@ -84,7 +87,7 @@ def handle_fetch(
         leader=leader_id,
         request_epoch=request_epoch,
         fetch_offset=fetch_offset,
-        deadline_ms=d.clock_ms + d.config.replica_fetch_wait_max_ms,
+        deadline_ms=d.clock_ms + (d.config.replica_fetch_wait_max_ms if max_wait_ms is None else max_wait_ms),
         incarnation=incarnation,
         max_records=max_records,
     )
@@ -139,6 +142,12 @@ def handle_fetch(
     if not profile.hw_retry_only_when_leo_moved or previous_leo != fetch_offset:
         maybe_increment_hw(d, leader_id)
 
+    if not records and max_wait_ms == 0:
+        # FETCH-LEADER-6: max wait 0 is answered at once, empty (ReplicaManager.fetchMessages:
+        # `timeout <= 0` completes the fetch without waiting).
+        d.fire("FETCH-LEADER-6")
+        respond(d, answer(request, hw=hw_at_read))
+        return
     if not records:
         # FETCH-PARK-1: nothing to send (fetch.min.bytes = 1): park in purgatory.
         d.parked_fetches = (*d.parked_fetches, request)

@@ -71,9 +71,22 @@ class LeaderAndIsr:
     """The controller's decision on its way to one broker."""
 
     dst: str
-    leader: str
+    leader: str | None
+    """None: the partition has no leader (CTRL-ELECT-3)."""
     epoch: int
     isr: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AlterPartition:
+    """A leader's ISR proposal on its way to the controller (KIP-497 AlterIsr, called
+    AlterPartition from 3.2). Carries the epochs the leader based it on."""
+
+    leader: str
+    leader_epoch: int
+    partition_epoch: int
+    isr: tuple[str, ...]
+    """The proposed ISR, in replica order."""
 
 
 @dataclass(frozen=True)

@@ -37,9 +37,11 @@ OBSERVATION_FIELDS = (
     "leader",
     "leader_epoch",
     "isr",
+    "partition_epoch",
     "replicas",
     "producer",
     "consumer",
+    "epoch_query",
     "in_flight",
     "answers",
 )
@@ -74,6 +76,7 @@ def observe_in_flight(state: State) -> dict[str, Any]:
         "epoch_responses": [describe_message(m) for m in state.epoch_responses],
         "leader_and_isr": [describe_message(m) for m in state.leader_and_isr],
         "pending_produces": [describe_message(m) for m in state.pending_produces],
+        "alter_partitions": [describe_message(m) for m in state.alter_partitions],
     }
 
 
@@ -169,14 +172,26 @@ def observe(state: State) -> dict[str, Any]:
             "records": [f"{value}@{epoch}" for _, value, epoch in c.records],
             "error": c.error,
         }
+    epoch_query: dict[str, Any] | None = None
+    if state.epoch_query is not None:
+        q = state.epoch_query
+        epoch_query = {
+            "replica": q.replica,
+            "requested_epoch": q.requested_epoch,
+            "error": q.error,
+            "leader_epoch": q.epoch,
+            "end_offset": q.end_offset,
+        }
     return {
         "clock_ms": state.clock_ms,
         "leader": state.controller.leader,
         "leader_epoch": state.controller.epoch,
         "isr": list(state.controller.isr),
+        "partition_epoch": state.controller.partition_epoch,
         "replicas": {r.id: observe_replica(r) for r in state.replicas},
         "producer": {o.id: o.status for o in state.produces},
         "consumer": consumer,
+        "epoch_query": epoch_query,
         "in_flight": observe_in_flight(state),
         "answers": observe_answers(state),
     }

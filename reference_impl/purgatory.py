@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .alter_partition import maximal_isr
 from .draft import Draft
 from .messages import PendingProduce
 from .state import ProduceOutcome
@@ -45,13 +46,14 @@ def _remove(d: Draft, pending: PendingProduce) -> None:
 def maybe_complete_produces(d: Draft, leader_id: str) -> None:
     """PRODUCE-5: a waiting acks=all produce completes once the leader's HW reaches its
     end offset: acked, or NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
-    ``min.insync.replicas`` meanwhile."""
+    ``min.insync.replicas`` meanwhile (diverging-epoch: the maximal ISR, trunk
+    ``checkEnoughReplicasReachOffset``)."""
     leader = d.replica(leader_id)
     for pending in list(d.pending_produces):
         if pending.leader != leader_id or leader.hw < pending.required_offset:
             continue
         outcome = outcome_of(d, pending.id)
-        enough = len(d.controller.isr) >= d.config.min_insync_replicas
+        enough = len(maximal_isr(d)) >= d.config.min_insync_replicas
         status = "acked" if enough else "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
         _remove(d, pending)
         record_outcome(d, evolve(outcome, status=status))

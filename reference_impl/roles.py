@@ -77,3 +77,20 @@ def become_follower(d: Draft, replica_id: str, leader_id: str, epoch: int) -> No
     d.fire("LAI-3")
     if profile.truncates_to_hw_on_follow and leader_changed:
         truncate(d, replica_id, replica.hw, rule="TRUNC-HW-1")
+
+
+def become_leaderless(d: Draft, replica_id: str, epoch: int) -> None:
+    """LAI-4: told that the partition has no leader at ``epoch`` (CTRL-ELECT-3), the broker
+    neither leads nor fetches until a later LeaderAndIsr names a leader."""
+    replica = d.replica(replica_id)
+    d.put(
+        evolve(
+            replica,
+            role=Role.NONE,
+            leader=None,
+            leader_epoch=epoch,
+            fetch_state=FetchState.FETCHING,
+            progress=(),
+        )
+    )
+    d.fire("LAI-4")

@@ -21,7 +21,7 @@ from .config import Config
 from .epoch_cache import EpochCache
 from .history import History
 from .log import Log, Record
-from .messages import Delivered, EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
+from .messages import AlterPartition, Delivered, EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
 
 
 class Role(StrEnum):
@@ -105,6 +105,12 @@ class Controller:
     epoch: int
     isr: tuple[str, ...]
     """In replica order. The leader changes it (AlterPartition), the controller on election."""
+    partition_epoch: int = 0
+    """Bumped by every change of this record (ZooKeeper: the znode version; KRaft: the
+    partition epoch); an AlterPartition based on an older one is refused (ISR-ALTER-2)."""
+    down: tuple[str, ...] = ()
+    """Brokers whose failure the controller has handled (CTRL-FAIL-*), in replica order; an
+    offline broker not listed here has failed without the controller knowing yet."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +130,17 @@ class ConsumeOutcome:
     records: tuple[tuple[int, str, int], ...]
     hw: int | None
     error: str | None
+
+
+@dataclass(frozen=True)
+class EpochQueryOutcome:
+    """The answer to the last ``epoch_query`` (OffsetsForLeaderEpoch from a client)."""
+
+    replica: str
+    requested_epoch: int
+    error: str | None
+    epoch: int
+    end_offset: int
 
 
 @dataclass(frozen=True)
@@ -149,6 +166,10 @@ class State:
     producer or returned to a consumer. Would not exist in an implementation."""
     fired: tuple[str, ...]
     """The spec rules the last step fired, in order (for ``explain`` and rule coverage)."""
+    alter_partitions: tuple[AlterPartition, ...] = ()
+    """ISR changes proposed by a leader, not yet answered by the controller (ISR-ALTER-*)."""
+    epoch_query: EpochQueryOutcome | None = None
+    """The answer to the last ``epoch_query`` step (EPOCH-QUERY-*)."""
     delivered: tuple[Delivered, ...] = ()
     """The answers the last step delivered (or dropped on arrival): observable for one
     step (``observe``: ``answers``, OBS-ANSWER-1)."""
@@ -190,6 +211,7 @@ def empty_committed() -> History[tuple[int, str, int]]:
 __all__ = [
     "ConsumeOutcome",
     "Controller",
+    "EpochQueryOutcome",
     "FetchState",
     "FollowerProgress",
     "Log",

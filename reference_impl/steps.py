@@ -33,11 +33,14 @@ class Fetch:
 
     ``max_records`` caps how many records the response carries (standing for
     ``replica.fetch.max.bytes``); without it the leader sends everything to its LEO.
+    ``max_wait_ms`` is the request's max wait (default ``replica.fetch.wait.max.ms``); 0
+    asks for an answer at once even when there is nothing to read.
     """
 
     kind: ClassVar[str] = "fetch"
     replica: str
     max_records: int | None = None
+    max_wait_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,7 @@ class FetchRound:
     kind: ClassVar[str] = "fetch_round"
     replica: str
     max_records: int | None = None
+    max_wait_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -82,11 +86,43 @@ class EpochRound:
 
 
 @dataclass(frozen=True)
+class EpochQuery:
+    """A client asks broker ``replica`` for the end offset of leader ``epoch``
+    (OffsetsForLeaderEpoch, as Kafka's tests call ``Partition.lastOffsetForLeaderEpoch``).
+
+    ``current_leader_epoch``: the KIP-320 current epoch the request carries; without it the
+    broker does not fence. The answer is the observation's ``epoch_query``.
+    """
+
+    kind: ClassVar[str] = "epoch_query"
+    replica: str
+    epoch: int
+    current_leader_epoch: int | None = None
+
+
+@dataclass(frozen=True)
 class Tick:
     """``ms`` milliseconds pass; timers due in that interval fire in time order."""
 
     kind: ClassVar[str] = "tick"
     ms: int
+
+
+@dataclass(frozen=True)
+class IsrExpiration:
+    """Broker ``replica`` runs its ISR expiry check now (``Partition.maybeShrinkIsr``, as
+    Kafka's tests call it), besides the periodic ``isr-expiration`` task of ``tick``."""
+
+    kind: ClassVar[str] = "isr_expiration"
+    replica: str
+
+
+@dataclass(frozen=True)
+class DeliverAlterPartition:
+    """The ISR proposal of leader ``replica`` reaches the controller; its answer comes back."""
+
+    kind: ClassVar[str] = "deliver_alter_partition"
+    replica: str
 
 
 @dataclass(frozen=True)
@@ -115,9 +151,11 @@ class Restart:
 class Elect:
     """The controller elects a leader.
 
-    Without ``leader``: the leader is offline or absent, and the controller picks the
-    first live ISR member (or, unclean, the first live replica). With ``leader``: a
-    controlled election (preferred leader / reassignment) of that live ISR member.
+    Without ``leader``: the controller handles the brokers that failed since it last
+    looked (a dead leader is replaced by the first live ISR member, or unclean the first
+    live replica, or none; dead followers leave the ISR), or retries the election of an
+    offline partition. With ``leader``: a controlled election (preferred leader /
+    reassignment) of that live ISR member.
     ``notify`` lists the brokers that get the LeaderAndIsr at once (default: every live
     one); the rest stay in flight until ``deliver_leader_and_isr``.
     """
@@ -151,7 +189,10 @@ Step = (
     | EpochRequest
     | DeliverEpoch
     | EpochRound
+    | EpochQuery
     | Tick
+    | IsrExpiration
+    | DeliverAlterPartition
     | Crash
     | Restart
     | Elect
@@ -169,7 +210,10 @@ STEP_TYPES: dict[str, type] = {
         EpochRequest,
         DeliverEpoch,
         EpochRound,
+        EpochQuery,
         Tick,
+        IsrExpiration,
+        DeliverAlterPartition,
         Crash,
         Restart,
         Elect,
@@ -230,7 +274,7 @@ def step_from_dict(data: Mapping[str, Any]) -> Step:
                 if not isinstance(value, list | tuple):
                     raise StepFormatError("notify", f"{kind}: must be a list of replica ids")
                 value = tuple(_check_str(kind, "notify", item) for item in value)
-        elif f.name in ("ms", "offset", "unflushed_from"):
+        elif f.name in ("ms", "offset", "unflushed_from", "max_wait_ms", "epoch", "current_leader_epoch"):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise StepFormatError(f.name, f"{kind}: must be a non-negative integer, got {value!r}")
         elif f.name == "max_records":

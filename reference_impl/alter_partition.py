@@ -1,0 +1,62 @@
+"""ISR changes the leader proposes to the controller (KIP-497 AlterIsr, AlterPartition
+from 3.2): the proposal in flight, and the "maximal ISR" the leader counts meanwhile.
+
+Under ``diverging-epoch`` (2.7+ with IBP 2.7-IV2, and KRaft) a leader does not write the
+ISR itself: it sends a proposal, at most one at a time, and until the controller's answer
+commits it the leader counts the *maximal* ISR toward its HW (a joining follower counts at
+once, a leaving one until the shrink is committed). Earlier generations write the ISR to
+ZooKeeper directly and at once (``Partition.updateIsr``), at the same leader epoch. The
+controller's side (``controller.deliver_alter_partition``) answers the proposal.
+"""
+
+from __future__ import annotations
+
+from .draft import Draft
+from .messages import AlterPartition
+from .values import evolve
+
+
+def in_flight(d: Draft, leader_id: str) -> bool:
+    """ISR-ALTER-1: one ISR change in flight at a time (``PartitionState.isInflight``)."""
+    return any(p.leader == leader_id for p in d.alter_partitions)
+
+
+def maximal_isr(d: Draft) -> tuple[str, ...]:
+    """ISR-ALTER-1: the committed ISR plus a member whose joining is in flight
+    (``PendingExpandIsr.maximalIsr``); a member whose leaving is in flight still counts
+    (``PendingShrinkIsr.maximalIsr`` is the committed ISR)."""
+    isr = d.controller.isr
+    if not d.alter_partitions:
+        return isr
+    leader = d.controller.leader
+    proposed = {r for p in d.alter_partitions if p.leader == leader for r in p.isr}
+    return tuple(r for r in d.config.replicas if r in isr or r in proposed)
+
+
+def change_isr(d: Draft, leader_id: str, new_isr: tuple[str, ...]) -> bool:
+    """Change the ISR as the leader's generation does; True if it is committed at once.
+
+    ISR-ALTER-1 (diverging-epoch): send an AlterPartition carrying the leader's epoch and
+    the partition epoch it knows; nothing is committed until the answer (ISR-ALTER-2).
+    Otherwise the leader's ZooKeeper write commits at once, same leader epoch, next
+    partition epoch (znode version), ``Partition.updateIsr`` (0.10.1, 2.6)."""
+    ctrl = d.controller
+    if d.profile.isr_change_via_alter_partition:
+        leader = d.replica(leader_id)
+        proposal = AlterPartition(
+            leader=leader_id, leader_epoch=leader.leader_epoch, partition_epoch=ctrl.partition_epoch, isr=new_isr
+        )
+        d.alter_partitions = (*d.alter_partitions, proposal)
+        d.fire("ISR-ALTER-1")
+        return False
+    # ISR-WRITE-1: the leader's own ZooKeeper write, committed at once.
+    d.controller = evolve(ctrl, isr=new_isr, partition_epoch=ctrl.partition_epoch + 1)
+    d.fire("ISR-WRITE-1")
+    return True
+
+
+def drop_proposals(d: Draft, leader_id: str) -> None:
+    """A leader that crashes or takes a new LeaderAndIsr forgets its proposal (Kafka resets
+    ``partitionState`` to the committed state; the controller would refuse it anyway)."""
+    if in_flight(d, leader_id):
+        d.alter_partitions = tuple(p for p in d.alter_partitions if p.leader != leader_id)
