@@ -80,11 +80,6 @@ def observe_in_flight(state: State) -> dict[str, Any]:
     }
 
 
-_RANK = {"parked": 0, "in_flight": 0, "delivered": 1, "dropped": 1, "stale": 2}
-"""Which answer a replica's entry shows when it has several (OBS-ANSWER-1): its current
-session's outstanding one, else the one just delivered, else one a restart orphaned."""
-
-
 def fetch_answer(message: FetchResponse | ParkedFetch, status: str) -> dict[str, Any]:
     """A fetch answer as data, field by field (OBS-ANSWER-1). A parked fetch has no
     answer yet: only the request's fields and its deadline are set."""
@@ -134,32 +129,30 @@ def epoch_answer(message: EpochResponse, status: str) -> dict[str, Any]:
 def observe_answers(state: State) -> dict[str, Any]:
     """Per replica, the fetch and the OffsetsForLeaderEpoch answer it is waiting for or
     just received (OBS-ANSWER-1); None when there is none."""
-    fetch: dict[str, tuple[int, dict[str, Any]] | None] = {r.id: None for r in state.replicas}
-    epoch: dict[str, tuple[int, dict[str, Any]] | None] = {r.id: None for r in state.replicas}
-
-    def offer(table: dict[str, tuple[int, dict[str, Any]] | None], dst: str, status: str, make: Any) -> None:
-        held = table.get(dst)
-        if held is None or _RANK[status] < held[0]:
-            table[dst] = (_RANK[status], make(status))
-
-    for parked in state.parked_fetches:
-        current = parked.incarnation == state.replica(parked.follower).incarnation
-        offer(fetch, parked.follower, "parked" if current else "stale", lambda st, m=parked: fetch_answer(m, st))
-    for response in state.fetch_responses:
-        offer(fetch, response.dst, "in_flight", lambda st, m=response: fetch_answer(m, st))
-    for answer in state.epoch_responses:
-        offer(epoch, answer.dst, "in_flight", lambda st, m=answer: epoch_answer(m, st))
+    names = state.config.replicas
+    fetch: dict[str, Any] = dict.fromkeys(names)
+    epoch: dict[str, Any] = dict.fromkeys(names)
+    if not (state.parked_fetches or state.fetch_responses or state.epoch_responses or state.delivered):
+        return {"fetch": fetch, "epoch": epoch}  # the common case: nothing to show
+    rank: dict[tuple[str, str], int] = {}
+    # Lowest rank wins: an outstanding answer, then one delivered by this step, then a stale one.
     for done in state.delivered:
         status = "dropped" if done.dropped else "delivered"
         message = done.message
         if isinstance(message, FetchResponse):
-            offer(fetch, message.dst, status, lambda st, m=message: fetch_answer(m, st))
+            fetch[message.dst], rank["fetch", message.dst] = fetch_answer(message, status), 1
         else:
-            offer(epoch, message.dst, status, lambda st, m=message: epoch_answer(m, st))
-    return {
-        "fetch": {name: None if held is None else held[1] for name, held in fetch.items()},
-        "epoch": {name: None if held is None else held[1] for name, held in epoch.items()},
-    }
+            epoch[message.dst], rank["epoch", message.dst] = epoch_answer(message, status), 1
+    for parked in state.parked_fetches:
+        current = parked.incarnation == state.replica(parked.follower).incarnation
+        if rank.get(("fetch", parked.follower), 3) > (0 if current else 2):
+            fetch[parked.follower] = fetch_answer(parked, "parked" if current else "stale")
+            rank["fetch", parked.follower] = 0 if current else 2
+    for response in state.fetch_responses:
+        fetch[response.dst], rank["fetch", response.dst] = fetch_answer(response, "in_flight"), 0
+    for answer in state.epoch_responses:
+        epoch[answer.dst] = epoch_answer(answer, "in_flight")
+    return {"fetch": fetch, "epoch": epoch}
 
 
 def observe(state: State) -> dict[str, Any]:
