@@ -145,7 +145,7 @@ def plan(fixture: Fixture, kinds: set[str] | frozenset[str]) -> Plan:
             emit(step, (i,))
         elif kind == "fetch" and "fetch_round" in kinds:
             assert isinstance(step, Fetch)
-            emit(FetchRound(step.replica, step.max_records), (i,))
+            emit(FetchRound(step.replica, step.max_records, step.max_wait_ms), (i,))
             j = _next_delivery(fixture, i, "deliver_fetch", step.replica)
             obs = steps[-1].observation
             if j is not None and obs is not None and not _waiting(obs, step.replica):
@@ -162,7 +162,7 @@ def plan(fixture: Fixture, kinds: set[str] | frozenset[str]) -> Plan:
                 notes.append(f"steps {i + 1}+{j + 1}: epoch_request + deliver_epoch -> epoch_round")
         elif kind == "fetch_round" and {"fetch", "deliver_fetch"} <= set(kinds):
             assert isinstance(step, FetchRound)
-            if emit(Fetch(step.replica, step.max_records), (i,)) and _response_to(
+            if emit(Fetch(step.replica, step.max_records, step.max_wait_ms), (i,)) and _response_to(
                 steps[-1].observation or {}, step.replica, "fetch_responses"
             ):
                 steps[-1].covers = ()

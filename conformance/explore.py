@@ -106,8 +106,12 @@ def _key(state: State) -> State:
 
 
 def _alphabet(state: State, max_records: int) -> list[Step]:
+    """The enabled steps, less ``epoch_query`` (a client's question changes nothing but its
+    answer, so it cannot lead to a state the search does not reach otherwise)."""
     produced = len(state.produces)
-    return [s for s in enabled_steps(state) if s.kind != "produce" or produced < max_records]
+    return [
+        s for s in enabled_steps(state) if s.kind != "epoch_query" and (s.kind != "produce" or produced < max_records)
+    ]
 
 
 def explore(

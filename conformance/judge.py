@@ -33,7 +33,14 @@ from .schemas import first_error
 from .settle import Frontier
 from .wire import wire_step
 
-SPLIT_KINDS = ("fetch", "deliver_fetch", "epoch_request", "deliver_epoch", "deliver_leader_and_isr")
+SPLIT_KINDS = (
+    "fetch",
+    "deliver_fetch",
+    "epoch_request",
+    "deliver_epoch",
+    "deliver_leader_and_isr",
+    "deliver_alter_partition",
+)
 
 
 class CannotAnswer(Exception):

@@ -81,7 +81,7 @@ class SafetyMonitor:
         kind = step.get("kind")
         if kind == "crash" and step.get("unflushed_from") is not None:
             self.guarantee_given_up = self.guarantee_given_up or "a power failure (crash with unflushed_from)"
-        if kind == "elect" and before is not None:
+        if kind in ("elect", "restart") and before is not None:  # a restart may elect (RESTART-2)
             leader = obs.get("leader")
             isr_before = before.get("isr")
             if leader is not None and isinstance(isr_before, list) and leader not in isr_before:

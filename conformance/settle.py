@@ -8,7 +8,8 @@ kconform keeps the *set* of reference states that the visible steps sent so far 
 with up to ``INTERNAL_BOUND`` internal steps after each of them. Internal steps are:
 
 - a parked fetch answered now (FETCH-PARK-3 before its deadline);
-- an answer delivered now (``deliver_fetch``, ``deliver_epoch``, ``deliver_leader_and_isr``),
+- an answer delivered now (``deliver_fetch``, ``deliver_epoch``, ``deliver_leader_and_isr``,
+  ``deliver_alter_partition``),
   only for kinds the implementation cannot be sent (it does them by itself).
 
 At a checkpoint the set keeps the states whose outcome fields match the implementation's
@@ -23,7 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from reference_impl import State, Step, StepRejected, apply, observe
-from reference_impl.steps import DeliverEpoch, DeliverFetch, DeliverLeaderAndIsr, Tick
+from reference_impl.steps import DeliverAlterPartition, DeliverEpoch, DeliverFetch, DeliverLeaderAndIsr, Tick
 
 from .compare import first_divergence
 
@@ -59,6 +60,8 @@ def _deliveries(state: State, lacking: frozenset[str]) -> list[State]:
         candidates += [DeliverEpoch(m.dst) for m in state.epoch_responses]
     if "deliver_leader_and_isr" in lacking:
         candidates += [DeliverLeaderAndIsr(m.dst) for m in state.leader_and_isr]
+    if "deliver_alter_partition" in lacking:
+        candidates += [DeliverAlterPartition(m.leader) for m in state.alter_partitions]
     for step in dict.fromkeys(candidates):
         try:
             out.append(apply(state, step))

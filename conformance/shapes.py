@@ -102,7 +102,19 @@ class RoundOnly(_Wrapper):
     """Whole fetch rounds only, no consumer, no follower HW (a simulator's shape): correct."""
 
     name = "shape-round-only"
-    steps = ("produce", "fetch_round", "epoch_round", "tick", "crash", "restart", "elect", "deliver_leader_and_isr")
+    steps = (
+        "produce",
+        "fetch_round",
+        "epoch_round",
+        "epoch_query",
+        "tick",
+        "isr_expiration",
+        "deliver_alter_partition",
+        "crash",
+        "restart",
+        "elect",
+        "deliver_leader_and_isr",
+    )
     fields = ("clock_ms", "leader", "leader_epoch", "isr", "replicas", "producer")
     replica_fields = ("online", "role", "leader", "leader_epoch", "leo", "hw", "log", "remote_leo", "log_start")
     role_fields = {  # noqa: RUF012

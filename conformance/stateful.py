@@ -66,9 +66,12 @@ KIND_ORDER = [
     "tick",
     "elect",
     "deliver_leader_and_isr",
+    "deliver_alter_partition",
     "crash",
     "restart",
+    "isr_expiration",
     "consume",
+    "epoch_query",
 ]
 """Kinds in the order hypothesis favours (it leans to the first of a list, and shrinks
 towards it): replication first, reads last."""
@@ -137,7 +140,7 @@ def proposal(step: Step, kinds: frozenset[str]) -> Step | None:
     if step.kind in kinds:
         return step
     if isinstance(step, Fetch) and "fetch_round" in kinds:
-        return FetchRound(step.replica, step.max_records)
+        return FetchRound(step.replica, step.max_records, step.max_wait_ms)
     if isinstance(step, EpochRequest) and "epoch_round" in kinds:
         return EpochRound(step.replica)
     return None

@@ -25,7 +25,8 @@ class ToyBrokerAdapter(sdk.Adapter):
     refusals = (NotAllowed,)
 
     def describe(self) -> dict[str, Any]:  # one leader, no redirects: a produce always goes to it
-        return {"step_fields": {"produce": ["values", "acks", "id"]}}
+        fetch = ["replica", "max_records"]  # no max_wait_ms: a fetch waits replica.fetch.wait.max.ms
+        return {"step_fields": {"produce": ["values", "acks", "id"], "fetch": fetch, "fetch_round": fetch}}
 
     def reset(self, config: dict[str, Any]) -> None:
         names = config["replicas"]

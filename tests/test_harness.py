@@ -142,6 +142,7 @@ def test_steps_go_on_the_wire_complete_with_the_automatic_produce_id(tmp_path: P
         "kind": "fetch",
         "replica": "B",
         "max_records": None,
+        "max_wait_ms": None,
     }
 
 

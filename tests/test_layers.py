@@ -39,6 +39,7 @@ VALUE_MODULES = {
     "values",
 }
 ACTION_MODULES = {
+    "alter_partition",
     "apply",
     "broker",
     "clock",

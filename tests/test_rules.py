@@ -506,8 +506,6 @@ def test_CRASH_2_power_failure_loses_unflushed_records() -> None:
 
 
 def test_RESTART_PRE_1_and_RESTART_1() -> None:
-    s = run_steps(cfg(), {"kind": "crash", "replica": "A"})
-    assert rejected(s, kind="restart", replica="A").rule == "RESTART-PRE-1"
     assert rejected(run_steps(cfg()), kind="restart", replica="B").rule == "RESTART-PRE-1"
     s = run_steps(cfg(replica_high_watermark_checkpoint_interval_ms=0), P, fround("B"), fetch("B"))
     s = run_steps(
@@ -520,6 +518,16 @@ def test_RESTART_PRE_1_and_RESTART_1() -> None:
         {"kind": "restart", "replica": "A"},
     )
     assert rep(s, "A")["hw"] == 1 and rep(s, "A")["role"] == "follower"
+
+
+def test_RESTART_2_the_controller_handles_a_bounced_leader_first() -> None:
+    s = run_steps(cfg(), P, fround("B"), fetch("B"), {"kind": "crash", "replica": "A"})
+    s = step(s, kind="restart", replica="A")
+    assert "RESTART-2" in s.fired and "CTRL-ELECT-1" in s.fired
+    assert observe(s)["leader"] == "B" and rep(s, "A")["role"] == "follower" and rep(s, "A")["leader"] == "B"
+    # a follower restarting before the controller noticed: an outage it never saw
+    s = run_steps(cfg(), {"kind": "crash", "replica": "B"}, {"kind": "restart", "replica": "B"})
+    assert "RESTART-2" not in s.fired and observe(s)["isr"] == ["A", "B"] and observe(s)["leader_epoch"] == 0
 
 
 def test_CKPT_1_and_CKPT_2() -> None:

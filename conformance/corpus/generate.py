@@ -30,6 +30,7 @@ from reference_impl import Config, Generation, State, StepRejected, apply, initi
 from reference_impl.steps import (
     Consume,
     Crash,
+    DeliverAlterPartition,
     DeliverEpoch,
     DeliverFetch,
     DeliverLeaderAndIsr,
@@ -139,7 +140,10 @@ def _elect(state: State, rng: random.Random) -> list[Step]:
 
 
 def _deliver_lai(state: State, rng: random.Random) -> list[Step]:
-    return [DeliverLeaderAndIsr(replica=r) for r in _replicas(state)]
+    """Controller messages: a LeaderAndIsr to a broker, or the answer to a leader's ISR
+    proposal (diverging-epoch)."""
+    out: list[Step] = [DeliverLeaderAndIsr(replica=r) for r in _replicas(state)]
+    return out + [DeliverAlterPartition(replica=p.leader) for p in state.alter_partitions]
 
 
 def _consume(state: State, rng: random.Random) -> list[Step]:

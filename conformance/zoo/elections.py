@@ -8,7 +8,6 @@ from collections.abc import Iterable
 from reference_impl import controller
 from reference_impl.draft import Draft
 from reference_impl.messages import LeaderAndIsr
-from reference_impl.state import Controller
 from reference_impl.steps import Elect
 from reference_impl.values import evolve
 
@@ -78,27 +77,15 @@ class ElectionKeepsDeadIsrMembers(Mutant):
 
     def patches(self) -> Iterable[Patch]:
         original = controller.elect
-        kept: list[tuple[str, ...]] = []
-
-        def make_controller(leader: str, epoch: int, isr: tuple[str, ...]) -> Controller:
-            return Controller(leader=leader, epoch=epoch, isr=kept[-1] if kept else isr)
-
-        def make_message(dst: str, leader: str, epoch: int, isr: tuple[str, ...]) -> LeaderAndIsr:
-            return LeaderAndIsr(dst=dst, leader=leader, epoch=epoch, isr=kept[-1] if kept else isr)
 
         def elect(d: Draft, step: Elect) -> None:
-            if _offline_election(d, step) and any(d.replica(r).online for r in d.controller.isr):
-                kept.append(d.controller.isr)
-            try:
-                original(d, step)
-            finally:
-                kept.clear()
+            kept = d.controller.isr
+            clean = _offline_election(d, step) and any(d.replica(r).online for r in kept)
+            original(d, step)
+            if clean and d.controller.leader is not None:
+                d.controller = evolve(d.controller, isr=kept)
 
-        return [
-            (APPLY.ACTIONS, Elect, elect),
-            (controller, "Controller", make_controller),
-            (controller, "LeaderAndIsr", make_message),
-        ]
+        return [(APPLY.ACTIONS, Elect, elect)]
 
 
 @member(

@@ -80,13 +80,24 @@ def _handle_fetch_without_check(skip: str) -> object:
         last_fetched_epoch: int | None,
         incarnation: int,
         max_records: int | None = None,
+        max_wait_ms: int | None = None,
     ) -> None:
         if last_fetched_epoch is not None:
             leader = d.replica(leader_id)
             epoch, _ = epoch_cache.end_offset_for(leader.epoch_cache, last_fetched_epoch, leader.leo)
             if skip == "always" or epoch >= last_fetched_epoch:
                 last_fetched_epoch = None
-        original(d, leader_id, follower_id, fetch_offset, request_epoch, last_fetched_epoch, incarnation, max_records)
+        original(
+            d,
+            leader_id,
+            follower_id,
+            fetch_offset,
+            request_epoch,
+            last_fetched_epoch,
+            incarnation,
+            max_records,
+            max_wait_ms,
+        )
 
     return handle_fetch
 

@@ -54,7 +54,7 @@ const implementation = {
   generations: ["hw-truncation", "leader-epoch", "diverging-epoch"],
   capabilities: {
     steps: ["produce", "fetch_round", "tick"], fields: ["clock_ms", "replicas"], replica_fields: ["leo", "log"],
-    step_fields: { produce: ["values", "acks", "id"] },
+    step_fields: { produce: ["values", "acks", "id"], fetch_round: ["replica", "max_records"] },
   },
 };
 
