@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 MISSING = object()
+_PLAIN = frozenset({int, str, list, bool, float, type(None)})
 
 
 @dataclass(frozen=True)
@@ -30,15 +31,32 @@ def _join(path: str, key: Any) -> str:
     return f"{path}.{key}" if path else str(key)
 
 
+def matches(expected: Any, actual: Any) -> bool:
+    """Whether ``actual`` shows ``expected`` (the rules of ``first_divergence``), without
+    building field paths: the common case, checked first, costs one walk."""
+    kind = type(expected)
+    if kind is dict and type(actual) is dict:
+        return all(key in actual and matches(value, actual[key]) for key, value in expected.items())
+    if kind in _PLAIN:
+        return not (expected != actual or (kind is bool and type(actual) is not bool))
+    if isinstance(expected, Mapping):
+        return _first(expected, actual, "") is None
+    return not (expected != actual or (type(expected) is bool and type(actual) is not bool))
+
+
 def first_divergence(expected: Any, actual: Any, path: str = "") -> Divergence | None:
     """The first place ``actual`` differs from ``expected``, or None if it matches."""
+    return None if matches(expected, actual) else _first(expected, actual, path)
+
+
+def _first(expected: Any, actual: Any, path: str) -> Divergence | None:
     if isinstance(expected, Mapping):
         if not isinstance(actual, Mapping):
             return Divergence(path, expected, actual)
         for key, value in expected.items():
             if key not in actual:
                 return Divergence(_join(path, key), value, MISSING)
-            found = first_divergence(value, actual[key], _join(path, key))
+            found = _first(value, actual[key], _join(path, key))
             if found is not None:
                 return found
         return None
@@ -49,6 +67,10 @@ def first_divergence(expected: Any, actual: Any, path: str = "") -> Divergence |
 
 def all_divergences(expected: Any, actual: Any, path: str = "") -> list[Divergence]:
     """Every place ``actual`` differs from ``expected`` (for a failure's step table)."""
+    return [] if matches(expected, actual) else _all(expected, actual, path)
+
+
+def _all(expected: Any, actual: Any, path: str) -> list[Divergence]:
     if isinstance(expected, Mapping):
         if not isinstance(actual, Mapping):
             return [Divergence(path, expected, actual)]
@@ -57,9 +79,9 @@ def all_divergences(expected: Any, actual: Any, path: str = "") -> list[Divergen
             if key not in actual:
                 out.append(Divergence(_join(path, key), value, MISSING))
             else:
-                out += all_divergences(value, actual[key], _join(path, key))
+                out += _all(value, actual[key], _join(path, key))
         return out
-    found = first_divergence(expected, actual, path)
+    found = _first(expected, actual, path)
     return [found] if found is not None else []
 
 

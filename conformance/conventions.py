@@ -114,6 +114,8 @@ def adjust_expected(
 
     ``roles``: each replica's role in the reference at that step (for ``role_fields``)."""
     conv = Conventions.of(description)
+    if conv == Conventions() and not description.role_fields:
+        return expected  # the reference's conventions, every field on every role: as written
     out = copy.deepcopy(expected)
     reps = out.get("replicas")
     if not isinstance(reps, dict):

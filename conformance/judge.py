@@ -190,14 +190,20 @@ def judge(
             if not check.expect:
                 continue
             expected = comparable(adjust_expected(check.expect, description, observation, _roles(ps.observation)))
-            for d in all_divergences(expected, observation):
+            exact = all_divergences(expected, observation)
+            for d in exact:
                 result.failures.append(
                     {**cwhere, "level": "exact", "field": d.path, "expected": d.expected, "actual": _show(d.actual)}
                 )
             quiescent = n == last_check or _quiescent(ps.observation)
             part = settled_part(expected)
-            if frontier is not None and quiescent and part and not frontier.match(part, observation):
-                for d in all_divergences(part, observation):
+            if frontier is None or not quiescent or not part:
+                continue
+            misses = all_divergences(part, observation) if exact else []
+            if not misses:
+                frontier.keep(part, observation)  # the reference's own path matches: no verdict
+            elif not frontier.match(part, observation):
+                for d in misses:
                     result.failures.append(
                         {
                             **cwhere,

@@ -75,15 +75,27 @@ def internal_successors(state: State, lacking: frozenset[str]) -> list[State]:
 
 
 class Frontier:
-    """The reference states consistent with what the implementation showed so far."""
+    """The reference states consistent with what the implementation showed so far.
+
+    Lazy: ``step`` and ``keep`` are queued and computed only when a verdict needs the set
+    (``match``, ``states``). A run whose every checkpoint matches the reference's own path
+    never computes it: the set only decides something where an observation differs from
+    the expectation, and then it is brought up to date by the same operations, in order."""
 
     def __init__(self, start: State, lacking: Iterable[str]) -> None:
         self.lacking = frozenset(lacking)
-        self.states: list[State] = self._expand([start])
+        self._start = start
+        self._states: list[State] | None = None
+        self._pending: list[tuple[Any, ...]] = []
         self._main: State | None = start
         """The reference's own state before the next step: its successor is given to
         ``step`` as ``main``, so it is not computed twice (a second computation would copy
         the logs and make every later comparison cost the log's length)."""
+
+    @property
+    def states(self) -> list[State]:
+        """The set, brought up to date (the list itself: callers may add to it)."""
+        return self._flush()
 
     def _expand(self, states: list[State]) -> list[State]:
         seen: dict[State, None] = dict.fromkeys(states)
@@ -100,8 +112,34 @@ class Frontier:
 
     def step(self, step: Step, main: State | None, internal: bool = False) -> None:
         """Apply a visible step (or, ``internal``, one the implementation did by itself)."""
+        self._pending.append((step, main, internal))
+
+    def keep(self, expected: dict[str, Any], observed: dict[str, Any]) -> None:
+        """Keep the states that show ``observed`` on the fields ``expected`` names, where
+        ``observed`` already equals ``expected`` there (so some state matches: no verdict
+        to give, the filtering can wait)."""
+        self._pending.append((expected, observed))
+
+    def match(self, expected: dict[str, Any], observed: dict[str, Any]) -> bool:
+        """Whether some state shows ``observed`` on the fields ``expected`` names; keep those."""
+        self._flush()
+        return self._filter(expected, observed)
+
+    def _flush(self) -> list[State]:
+        if self._states is None:
+            self._states = self._expand([self._start])
+        pending, self._pending = self._pending, []
+        for op in pending:
+            if len(op) == 3:
+                self._step_now(*op)
+            else:
+                self._filter(*op)
+        return self._states
+
+    def _step_now(self, step: Step, main: State | None, internal: bool) -> None:
+        assert self._states is not None
         moved = []
-        for s in self.states:
+        for s in self._states:
             if main is not None and s is self._main:
                 moved.append(main)
                 continue
@@ -110,17 +148,17 @@ class Frontier:
             except StepRejected:
                 continue
         if internal:
-            moved += self.states  # it may have happened earlier, already
+            moved += self._states  # it may have happened earlier, already
         if main is not None and main not in moved:
             moved.insert(0, main)
         self._main = main
-        self.states = self._expand(list(dict.fromkeys(moved)))
+        self._states = self._expand(list(dict.fromkeys(moved)))
 
-    def match(self, expected: dict[str, Any], observed: dict[str, Any]) -> bool:
-        """Whether some state shows ``observed`` on the fields ``expected`` names; keep those."""
-        keep = [s for s in self.states if first_divergence(_restrict(observe(s), expected), observed) is None]
+    def _filter(self, expected: dict[str, Any], observed: dict[str, Any]) -> bool:
+        assert self._states is not None
+        keep = [s for s in self._states if first_divergence(_restrict(observe(s), expected), observed) is None]
         if keep:
-            self.states = keep
+            self._states = keep
             return True
         return False
 

@@ -1,0 +1,87 @@
+"""The fast paths of judging agree with the slow ones they stand in for.
+
+``compare.matches`` (one walk, no field paths) must say "no difference" exactly when the
+path-building comparison finds none, and the lazy ``settle.Frontier`` must hold the same
+states as one brought up to date after every operation."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conformance.compare import _all, _first, all_divergences, first_divergence, matches
+from conformance.levels import settled_part
+from conformance.settle import Frontier
+from reference_impl import StepRejected, apply, initial_state, observe
+from reference_impl.config import Config, Generation
+from reference_impl.steps import step_from_dict
+
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2, 3), st.sampled_from(["A", "B", "x@0"]))
+JSON = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(["a", "b", "hw", "B"]), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@given(JSON, JSON)
+@settings(max_examples=400, deadline=None)
+def test_matches_is_the_path_comparison_without_paths(expected: Any, actual: Any) -> None:
+    assert matches(expected, actual) == (_first(expected, actual, "") is None)
+    assert first_divergence(expected, actual) == _first(expected, actual, "")
+    assert all_divergences(expected, actual) == _all(expected, actual, "")
+
+
+@given(JSON)
+@settings(max_examples=200, deadline=None)
+def test_an_actual_mapping_shows_itself_and_a_bool_is_not_an_int(value: Any) -> None:
+    assert matches(value, value)
+    assert not matches(True, 1)
+    assert matches(1, True) == (_first(1, True, "") is None)
+
+
+def test_other_mapping_types_take_the_general_path() -> None:
+    expected = OrderedDict(hw=1)
+    assert matches(expected, {"hw": 1, "leo": 2})
+    assert not matches(expected, {"hw": 2})
+    assert first_divergence(expected, {"hw": 2}) is not None
+
+
+STEPS = [
+    {"kind": "produce", "values": ["x"], "acks": "1"},
+    {"kind": "fetch", "replica": "B"},
+    {"kind": "fetch", "replica": "C"},
+    {"kind": "tick", "ms": 100},
+    {"kind": "fetch", "replica": "B"},
+    {"kind": "tick", "ms": 500},
+    {"kind": "produce", "values": ["y"], "acks": "all"},
+    {"kind": "fetch", "replica": "C"},
+    {"kind": "crash", "replica": "B"},
+    {"kind": "tick", "ms": 20000},
+]
+
+
+def test_a_lazy_frontier_holds_what_an_eager_one_holds() -> None:
+    for generation in Generation:
+        config = Config(replicas=("A", "B", "C"), generation=generation)
+        state = initial_state(config)
+        lazy = Frontier(state, {"deliver_fetch"})
+        eager = Frontier(state, {"deliver_fetch"})
+        for raw in STEPS:
+            step = step_from_dict(raw)
+            try:
+                state = apply(state, step)
+            except StepRejected:
+                continue
+            lazy.step(step, state)
+            eager.step(step, state)
+            part = settled_part(observe(state))
+            lazy.keep(part, observe(state))
+            eager.keep(part, observe(state))
+            assert eager.states  # brought up to date now, every step
+        assert lazy.states == eager.states
