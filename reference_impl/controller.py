@@ -173,9 +173,7 @@ def deliver_alter_partition(d: Draft, replica_id: str) -> None:
     refusal the leader returns to the committed ISR."""
     proposal = next((p for p in d.alter_partitions if p.leader == replica_id), None)
     if proposal is None:
-        raise StepRejected(
-            "ISR-ALTER-PRE-1", f"deliver_alter_partition: no ISR proposal of {replica_id} is in flight"
-        )
+        raise StepRejected("ISR-ALTER-PRE-1", f"deliver_alter_partition: no ISR proposal of {replica_id} is in flight")
     d.alter_partitions = tuple(p for p in d.alter_partitions if p is not proposal)
     ctrl = d.controller
     error = None

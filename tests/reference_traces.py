@@ -43,14 +43,17 @@ from reference_impl import (
 from reference_impl.steps import (
     Consume,
     Crash,
+    DeliverAlterPartition,
     DeliverEpoch,
     DeliverFetch,
     DeliverLeaderAndIsr,
     Elect,
+    EpochQuery,
     EpochRequest,
     EpochRound,
     Fetch,
     FetchRound,
+    IsrExpiration,
     Produce,
     Restart,
     Step,
@@ -84,14 +87,14 @@ def wild_step(rng: random.Random, state: State) -> Step:
     names = [*state.config.replicas, "Z"] if rng.random() < 0.05 else list(state.config.replicas)
     name = rng.choice(names)
     leo = max(r.leo for r in state.replicas)
-    kind = rng.randrange(13)
+    kind = rng.randrange(16)
     if kind == 0:
         produce_id = rng.choice([None, None, None, f"p{rng.randint(1, len(state.produces) + 1)}"])
         values = tuple(f"w{rng.randint(0, 99)}" for _ in range(rng.randint(1, 3)))
         to = rng.choice([None, None, None, name])
         return Produce(values=values, acks=rng.choice(["0", "1", "all"]), id=produce_id, to=to)
     if kind == 1:
-        return Fetch(replica=name, max_records=rng.choice([None, None, 1, 2]))
+        return Fetch(replica=name, max_records=rng.choice([None, None, 1, 2]), max_wait_ms=rng.choice([None, None, 0]))
     if kind == 2:
         return FetchRound(replica=name, max_records=rng.choice([None, None, 1, 2]))
     if kind == 3:
@@ -115,6 +118,13 @@ def wild_step(rng: random.Random, state: State) -> Step:
         return DeliverEpoch(replica=name)
     if kind == 11:
         return DeliverLeaderAndIsr(replica=name)
+    if kind == 13:
+        current = rng.choice([None, None, state.controller.epoch, state.controller.epoch + 1])
+        return EpochQuery(replica=name, epoch=rng.randint(0, state.controller.epoch + 1), current_leader_epoch=current)
+    if kind == 14:
+        return IsrExpiration(replica=name)
+    if kind == 15:
+        return DeliverAlterPartition(replica=name)
     return EpochRequest(replica=name)
 
 
