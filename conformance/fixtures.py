@@ -8,6 +8,7 @@ step points at the line of that field.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,7 @@ from reference_impl import (
 )
 from reference_impl.given import normalise
 
-from .schemas import schema, validator
+from .schemas import fixture_fast_path, schema, validator
 
 PathKey = tuple[str | int, ...]
 
@@ -152,7 +153,45 @@ def _validator() -> jsonschema.Draft202012Validator:
     return validator("fixture")
 
 
+_FITTING_ACTIONS: set[str] = set()
+"""Steps' ``do`` (as canonical JSON) already found to fit their kind's schema: fixtures
+repeat the same few actions (``fetch B``) many times."""
+
+
+def _fits_fast(doc: Any) -> bool:
+    """True only if ``doc`` fits the fixture schema, checked the fast way
+    (``schemas.fixture_fast_path``: each step's ``do`` against its own kind's rules)."""
+    fast = fixture_fast_path()
+    if fast is None:
+        return False
+    outline, per_kind = fast
+    if not outline.is_valid(doc):
+        return False
+    for step in doc.get("steps") or ():
+        do = step.get("do") if isinstance(step, dict) else None
+        if not isinstance(do, dict) or not all(isinstance(key, str) for key in do):
+            return False
+        kind = do.get("kind")
+        check = per_kind.get(kind) if isinstance(kind, str) else None
+        if check is None:
+            return False
+        try:
+            text = json.dumps(do, sort_keys=True)
+        except (TypeError, ValueError):  # not JSON data (a YAML date, say): no shortcut
+            return False
+        if text in _FITTING_ACTIONS:
+            continue
+        if not check.is_valid(do):
+            return False
+        if len(_FITTING_ACTIONS) > 10_000:
+            _FITTING_ACTIONS.clear()
+        _FITTING_ACTIONS.add(text)
+    return True
+
+
 def _schema_problems(doc: Any, lines: Mapping[PathKey, int], file: str) -> list[Problem]:
+    if _fits_fast(doc):  # the common case; otherwise the full schema names every problem
+        return []
     validator = _validator()
     problems = []
     for error in validator.iter_errors(doc):

@@ -46,6 +46,71 @@ def validator(name: str, definition: str | None = None) -> jsonschema.Draft20201
     return jsonschema.Draft202012Validator(target, registry=_registry())
 
 
+def _kind_of(branch: Any) -> str | None:
+    """K when ``branch`` is ``{"if": {kind is K}, "then": ...}``, the shape of each step
+    kind's branch in the ``action`` definition; else None."""
+    if not isinstance(branch, dict) or set(branch) != {"if", "then"}:
+        return None
+    kind = branch["if"].get("properties", {}).get("kind", {}).get("const") if isinstance(branch["if"], dict) else None
+    if not isinstance(kind, str) or branch["if"] != {"properties": {"kind": {"const": kind}}, "required": ["kind"]}:
+        return None
+    return kind
+
+
+def _absolute_refs(node: Any, base: str) -> Any:
+    """``node`` with its local ``#/...`` references made to point into ``base``."""
+    if isinstance(node, dict):
+        return {
+            k: (base + v if k == "$ref" and isinstance(v, str) and v.startswith("#") else _absolute_refs(v, base))
+            for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [_absolute_refs(v, base) for v in node]
+    return node
+
+
+@functools.cache
+def fixture_fast_path() -> tuple[jsonschema.Draft202012Validator, dict[str, jsonschema.Draft202012Validator]] | None:
+    """Two checks that together accept exactly what the fixture schema accepts, fast.
+
+    The ``action`` definition is an ``allOf`` of one ``if kind is K then ...`` branch per
+    step kind; checking every step's ``do`` against all of them dominates loading the
+    fixtures. Here: the fixture schema with any ``do`` allowed (the outline), and one
+    validator per step kind holding only that kind's branch. A document fits the fixture
+    schema exactly when it fits the outline and each ``do`` fits its kind's validator.
+    None when the schemas are not of that shape (then only the full schema is used).
+    """
+    import copy
+
+    import jsonschema
+
+    root = schema("fixture")
+    definitions = schema("definitions")
+    action = definitions.get("$defs", {}).get("action")
+    outline = copy.deepcopy(root)
+    try:
+        do = outline["$defs"]["step"]["properties"]["do"]
+    except (KeyError, TypeError):
+        return None
+    if do != {"$ref": f"{definitions['$id'].rsplit('/', 1)[1]}#/$defs/action"} or not isinstance(action, dict):
+        return None
+    outline["$defs"]["step"]["properties"]["do"] = {}
+    base_uri = root["$id"].rsplit("/", 1)[0]
+    outline["$id"] = f"{base_uri}/fixture-outline.json"
+    shared = [branch for branch in action.get("allOf", []) if _kind_of(branch) is None]
+    per_kind: dict[str, jsonschema.Draft202012Validator] = {}
+    for branch in action.get("allOf", []):
+        kind = _kind_of(branch)
+        if kind is None:
+            continue
+        one = {k: v for k, v in action.items() if k != "allOf"}
+        one["allOf"] = [*shared, branch["then"]]
+        one = _absolute_refs(one, definitions["$id"])
+        one["$id"] = f"{base_uri}/action-{kind}.json"
+        per_kind[kind] = jsonschema.Draft202012Validator(one, registry=_registry())
+    return jsonschema.Draft202012Validator(outline, registry=_registry()), per_kind
+
+
 def first_error(instance: Any, name: str, definition: str | None = None, limit: int = 5) -> str | None:
     """What is wrong with ``instance`` against the schema, one ``path: problem`` per
     error (at most ``limit``, most specific first); None when it fits."""

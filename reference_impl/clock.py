@@ -37,24 +37,30 @@ def _first_run_at_or_after(started: int, period: int, t: int) -> int:
 
 def _next_isr_check(d: Draft, after: int, end: int) -> int | None:
     """The first ``isr-expiration`` run in ``(after, end]`` that would drop a follower."""
+    leader_id = d.controller.leader
+    if leader_id is None:  # only the controller's leader can be the current leader
+        return None
+    leader = d.replica(leader_id)
+    if not d.is_current_leader(leader) or not leader.progress:
+        return None
+    if any(p.leader == leader_id for p in d.alter_partitions):
+        return None  # a leader with an ISR change in flight changes nothing (ISR-ALTER-1)
     lag = d.config.replica_lag_time_max_ms
     spares_at_leo = d.profile.shrink_spares_follower_at_leo
+    isr = d.controller.isr
+    period = _isr_check_period(d)
     best: int | None = None
-    proposing = {p.leader for p in d.alter_partitions}
-    for leader in d.replicas:
-        if not d.is_current_leader(leader) or leader.id in proposing:
-            continue  # a leader with an ISR change in flight changes nothing (ISR-ALTER-1)
-        for progress in leader.progress:
-            if progress.replica not in d.controller.isr:
-                continue
-            if spares_at_leo and progress.remote_leo == leader.leo:
-                continue
-            lagging_from = after + 1
-            if progress.last_caught_up_ms is not None:
-                lagging_from = max(lagging_from, progress.last_caught_up_ms + lag + 1)
-            run = _first_run_at_or_after(leader.started_ms, _isr_check_period(d), lagging_from)
-            if run <= end and (best is None or run < best):
-                best = run
+    for progress in leader.progress:
+        if progress.replica not in isr:
+            continue
+        if spares_at_leo and progress.remote_leo == leader.leo:
+            continue
+        lagging_from = after + 1
+        if progress.last_caught_up_ms is not None:
+            lagging_from = max(lagging_from, progress.last_caught_up_ms + lag + 1)
+        run = _first_run_at_or_after(leader.started_ms, period, lagging_from)
+        if run <= end and (best is None or run < best):
+            best = run
     return best
 
 
@@ -65,8 +71,10 @@ def _checkpoint_runs(d: Draft, after: int, before: int, inclusive: bool) -> None
     if interval == 0:
         return
     limit = before if inclusive else before - 1
+    if limit <= after:
+        return
     for replica in list(d.replicas):
-        if not replica.online or limit <= after:
+        if not replica.online:
             continue
         k = (limit - replica.started_ms) // interval
         last_run = replica.started_ms + k * interval
@@ -81,8 +89,9 @@ def tick(d: Draft, ms: int) -> None:
     cursor = d.clock_ms
     d.fire("TICK-1")
     while True:
-        candidates = [p.deadline_ms for p in d.parked_fetches if p.deadline_ms <= end]
-        candidates += [p.deadline_ms for p in d.pending_produces if p.deadline_ms <= end]
+        candidates = [p.deadline_ms for p in d.parked_fetches if p.deadline_ms <= end] if d.parked_fetches else []
+        if d.pending_produces:
+            candidates += [p.deadline_ms for p in d.pending_produces if p.deadline_ms <= end]
         isr_run = _next_isr_check(d, cursor, end)
         if isr_run is not None:
             candidates.append(isr_run)

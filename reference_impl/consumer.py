@@ -7,15 +7,10 @@ replicated (000); Kafka serves ``[fetch offset, HW)`` to consumers
 
 from __future__ import annotations
 
-from operator import attrgetter
-
 from .draft import Draft
 from .purgatory import commit
 from .state import ConsumeOutcome, Role
 from .steps import Consume
-
-_value = attrgetter("value")
-_epoch = attrgetter("epoch")
 
 
 def consume(d: Draft, step: Consume) -> None:
@@ -37,8 +32,7 @@ def consume(d: Draft, step: Consume) -> None:
         return error("NOT_LEADER_OR_FOLLOWER")
     if offset > leader.leo or offset < leader.log_start:
         return error("OFFSET_OUT_OF_RANGE")
-    read = leader.log.read(offset, leader.hw)
-    records = tuple(zip(range(offset, offset + len(read)), map(_value, read), map(_epoch, read), strict=True))
+    records = leader.log.read_entries(offset, leader.hw)
     d.consumed = ConsumeOutcome(replica=leader_id, offset=offset, records=records, hw=leader.hw, error=None)
     d.fire("CONSUME-1")
     commit(d, records)

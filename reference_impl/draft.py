@@ -10,15 +10,24 @@ model is still a pure function of immutable values: the input state is never tou
 
 Replicas, the controller and every message stay immutable values; the draft only holds
 which ones the state has now.
+
+Opening and freezing a draft is on every step's path, so neither copies field by field:
+a draft starts from a copy of the state's attribute dict, and ``freeze`` turns the draft
+object itself into the new ``State`` (its class becomes ``State``, which is frozen), so a
+draft cannot be written to once frozen.
 """
 
 from __future__ import annotations
+
+from typing import cast
 
 from .config import Config
 from .generation import Profile
 from .history import History
 from .messages import AlterPartition, Delivered, EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
 from .state import MEMO, ConsumeOutcome, Controller, EpochQueryOutcome, ProduceOutcome, Replica, Role, State
+
+_set = object.__setattr__
 
 
 class Draft:
@@ -51,15 +60,16 @@ class Draft:
     position: dict[str, int]
 
     def __init__(self, state: State) -> None:
-        fields = self.__dict__
-        fields.update(state.__dict__)
+        fields = state.__dict__.copy()
         if MEMO in fields:
             del fields[MEMO]
-        self.replicas = list(state.replicas)
-        self.fired = []
-        self.delivered = ()
-        self.profile = state.config.profile
-        self.position = state.config.position
+        fields["replicas"] = list(fields["replicas"])
+        fields["fired"] = []
+        fields["delivered"] = ()
+        config = fields["config"]
+        fields["profile"] = config.profile
+        fields["position"] = config.position
+        _set(self, "__dict__", fields)
 
     def replica(self, replica_id: str) -> Replica:
         return self.replicas[self.position[replica_id]]
@@ -82,11 +92,11 @@ class Draft:
         )
 
     def freeze(self) -> State:
-        """The new state (what the step leads to)."""
-        state = object.__new__(State)
-        fields = state.__dict__
-        fields.update(self.__dict__)
+        """The new state (what the step leads to): this draft, frozen into a ``State``
+        (see the module doc); the draft is not usable afterwards."""
+        fields = self.__dict__
         fields["replicas"] = tuple(self.replicas)
         fields["fired"] = tuple(self.fired)
         del fields["profile"], fields["position"]
-        return state
+        _set(self, "__class__", State)
+        return cast(State, self)

@@ -12,7 +12,7 @@ history value never changes, whatever its descendants do.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from itertools import chain
 from typing import Generic, TypeVar
 
@@ -74,13 +74,14 @@ class History(Generic[T]):
         return item if self._key is None else self._key(item)
 
     def append(self, item: T) -> History[T]:
-        positions = self._index.setdefault(self._keyed(item), [])
+        key = self._key
+        positions = self._index.setdefault(item if key is None else key(item), [])
         if self._n not in positions:
             positions.append(self._n)
         tail = (*self._tail, item)
         if len(tail) == CHUNK:
-            return History(self._key, (*self._chunks, tail), (), self._index)
-        return History(self._key, self._chunks, tail, self._index)
+            return _make(self._key, (*self._chunks, tail), (), self._index, self._n + 1)
+        return _make(self._key, self._chunks, tail, self._index, self._n + 1)
 
     def extend(self, items: Iterable[T]) -> History[T]:
         """This history with ``items`` appended (O(len(items)) plus one chunk)."""
@@ -121,13 +122,45 @@ class History(Generic[T]):
 
     def find(self, key: Hashable) -> int | None:
         """The position of the item with ``key`` in this history, or None."""
-        for position in self._index.get(key, ()):
-            if position < self._n and self._keyed(self[position]) == key:
-                return position
+        positions = self._index.get(key)
+        if not positions:
+            return None
+        n, full, keyed = self._n, len(self._chunks) * CHUNK, self._keyed
+        for position in positions:
+            if position < n:
+                held = (
+                    self._tail[position - full]
+                    if position >= full
+                    else self._chunks[position // CHUNK][position % CHUNK]
+                )
+                if keyed(held) == key:
+                    return position
         return None
 
-    def missing(self, items: Iterable[T]) -> list[T]:
-        """The ``items`` this history does not hold (compared whole, found by key)."""
+    def _slice(self, start: int, stop: int) -> list[T]:
+        """The items at positions ``[start, stop)`` (within the history)."""
+        out: list[T] = []
+        full = len(self._chunks) * CHUNK
+        while start < stop:
+            if start >= full:
+                out += self._tail[start - full : stop - full]
+                break
+            chunk, offset = divmod(start, CHUNK)
+            piece = self._chunks[chunk][offset : offset + stop - start]
+            out += piece
+            start += len(piece)
+        return out
+
+    def missing(self, items: Sequence[T]) -> list[T]:
+        """The ``items`` this history does not hold (compared whole, found by key).
+
+        When the history holds them as one run, in order (a consume reading what was
+        committed before), that run is compared at once."""
+        if items:
+            first = self.find(self._keyed(items[0]))
+            stop = None if first is None else first + len(items)
+            if stop is not None and stop <= self._n and self._slice(stop - len(items), stop) == list(items):
+                return []
         index_get, n, key, chunks, tail = self._index.get, self._n, self._key, self._chunks, self._tail
         full = len(chunks) * CHUNK
         out = []
@@ -147,3 +180,24 @@ class History(Generic[T]):
         except (TypeError, AttributeError):
             return False
         return position is not None and self[position] == item
+
+
+def _make(
+    key: Callable[[T], Hashable] | None,
+    chunks: tuple[tuple[T, ...], ...],
+    tail: tuple[T, ...],
+    index: dict[Hashable, list[int]],
+    n: int,
+) -> History[T]:
+    """``History(key, chunks, tail, index)`` of a known length ``n`` (on the path of
+    every append)."""
+    made: History[T] = _new(History)
+    made._key = key
+    made._chunks = chunks
+    made._tail = tail
+    made._n = n
+    made._index = index
+    return made
+
+
+_new = object.__new__

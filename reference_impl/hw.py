@@ -8,6 +8,7 @@ Which replicas' LEOs count toward the leader's HW is HW-LEADER-2, decided by the
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import cast
 
 
 def leader_hw(current_hw: int, counted_leos: Iterable[int | None]) -> int:
@@ -17,10 +18,9 @@ def leader_hw(current_hw: int, counted_leos: Iterable[int | None]) -> int:
     Kafka's -1 right after a leader change) holds the HW where it is.
     """
     leos = list(counted_leos)
-    known = [value for value in leos if value is not None]
-    if len(known) < len(leos):
+    if None in leos:
         return current_hw
-    return max(current_hw, min(known))
+    return max(current_hw, min(cast(list[int], leos)))
 
 
 def follower_hw(leader_hw_in_response: int, follower_leo: int) -> int:

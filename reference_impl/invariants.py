@@ -47,21 +47,24 @@ def hw_le_leo(state: State) -> list[Violation]:
 def strong_isr(state: State) -> list[Violation]:
     """StrongIsr: every live ISR member holds exactly the leader's records below the
     leader's HW. This is what makes any ISR member a safe leader (TLA+ ``StrongIsr``)."""
-    out = []
-    for leader in state.replicas:
-        if not state.is_current_leader(leader):
+    out: list[Violation] = []
+    leader_id = state.controller.leader
+    if leader_id is None:  # only the controller's leader can be the current leader
+        return out
+    leader = state.replica(leader_id)
+    if not state.is_current_leader(leader):
+        return out
+    for name in state.controller.isr:
+        member = state.replica(name)
+        if name == leader.id or not member.online:
             continue
-        for name in state.controller.isr:
-            member = state.replica(name)
-            if name == leader.id or not member.online:
-                continue
-            if not _same_below(member, leader):
-                out.append(
-                    Violation(
-                        "StrongIsr",
-                        f"ISR member {name} disagrees with leader {leader.id} below hw={leader.hw}",
-                    )
+        if not _same_below(member, leader):
+            out.append(
+                Violation(
+                    "StrongIsr",
+                    f"ISR member {name} disagrees with leader {leader.id} below hw={leader.hw}",
                 )
+            )
     return out
 
 
@@ -256,11 +259,100 @@ TRANSITION_INVARIANTS: dict[str, Callable[[State, State], list[Violation]]] = {
 }
 
 
+def _holds_since(state: State, before: State) -> bool:
+    """True only if every invariant holds in ``state`` and on the step from ``before``,
+    given that every state invariant held in ``before`` (``CLEAN`` in its memo); then
+    marks ``state`` clean too.
+
+    Looks only at what the step changed: replicas and the controller are immutable, so
+    an unchanged one (the same object) keeps every property it had. False means "look
+    at everything" (``check`` then lists the violations, if any), never "violated".
+    """
+    config = state.config
+    replicas, old_replicas = state.replicas, before.replicas
+    if config is not before.config or len(replicas) != len(old_replicas):
+        return False
+    changed: list[str] = []
+    leaders = 0
+    leader_role = Role.LEADER
+    for old, new in zip(old_replicas, replicas, strict=True):
+        if new.role is leader_role and new.online:
+            leaders += 1
+        if new is old:
+            continue
+        changed.append(new.id)
+        leo = new.log.end
+        if new.hw > leo or new.checkpoint_hw < 0:  # HwLeLeo
+            return False
+        if new.leader_epoch < old.leader_epoch:  # EpochsIncrease
+            return False
+        if (  # LeaderHwMonotonic
+            new.hw < old.hw
+            and old.online
+            and new.online
+            and old.role is leader_role
+            and new.role is leader_role
+            and old.leader_epoch == new.leader_epoch
+        ):
+            return False
+        cache = new.epoch_cache
+        if cache:  # EpochCacheMonotonic
+            if cache[-1][1] > leo:
+                return False
+            if cache is not old.epoch_cache:
+                for (e1, o1), (e2, o2) in itertools.pairwise(cache):
+                    if not (e1 < e2 and o1 < o2):
+                        return False
+    controller, old_controller = state.controller, before.controller
+    if controller is not old_controller:
+        if controller.epoch < old_controller.epoch:  # EpochsIncrease
+            return False
+    elif not changed:
+        leaders = 0  # nothing these two read changed: they held in ``before``
+    if (leaders > 1 and one_leader_per_epoch(state)) or ((changed or leaders) and strong_isr(state)):
+        return False
+    carried: list[str] = []
+    # AckedNotLost reads the controller, the leader, the committed records and the two
+    # counters: unchanged, they keep the result (and the memo) ``before`` had.
+    leader_id = controller.leader
+    if not state.committed or leader_id is None:
+        pass  # nothing committed, or no leader: nothing to lose (acked_not_lost)
+    elif (
+        state.committed is before.committed
+        and controller is old_controller
+        and leader_id not in changed
+        and state.unclean_elections == before.unclean_elections
+        and state.power_failures == before.power_failures
+    ):
+        carried.append("AckedNotLost")
+    elif _acked_not_lost_incremental(state, before):
+        return False
+    # ConsumerBelowHw: the same outcome object has the same (no) violations.
+    if state.consumed is before.consumed:
+        carried.append("ConsumerBelowHw")
+    elif _consumer_below_hw_incremental(state, before):
+        return False
+    memo = _memo(state)
+    memo[CLEAN] = True
+    before_memo: dict[str, Any] = before.__dict__[MEMO]
+    for name in carried:
+        if name in before_memo:
+            memo[name] = before_memo[name]
+    return True
+
+
+CLEAN = "clean"
+"""Memo key: every state invariant held in this state (what ``_holds_since`` builds on)."""
+
+
 def check(state: State, before: State | None = None, *, incremental: bool = True) -> list[Violation]:
     """All violations in ``state`` (and of the step from ``before`` to it, if given).
 
-    With ``incremental`` (the default) and ``before``, the history invariants look only
-    at what changed since ``before`` was checked; the result is the same."""
+    With ``incremental`` (the default) and ``before``, only what changed since
+    ``before`` was checked is looked at (``_holds_since``, and the history invariants'
+    memos); the result is the same."""
+    if incremental and before is not None and CLEAN in before.__dict__.get(MEMO, ()) and _holds_since(state, before):
+        return []
     out: list[Violation] = []
     for name, fn in STATE_INVARIANTS.items():
         if name == "AckedNotLost" and before is not None and incremental:
@@ -269,6 +361,8 @@ def check(state: State, before: State | None = None, *, incremental: bool = True
             out += _consumer_below_hw_incremental(state, before)
         else:
             out += fn(state)
+    if not out:
+        _memo(state)[CLEAN] = True
     if before is not None:
         for tfn in TRANSITION_INVARIANTS.values():
             out += tfn(before, state)

@@ -28,16 +28,26 @@ from itertools import islice
 from typing import Any, overload
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Record:
     """One record: the value a producer sent and the leader epoch it was written in."""
 
     value: str
     epoch: int
 
+    def __init__(self, value: str, epoch: int) -> None:
+        # What the generated __init__ does, through the slots directly: a produce
+        # builds one record per value (values.py: fast_init is the same idea).
+        _set_value(self, value)
+        _set_epoch(self, epoch)
+
     def render(self) -> str:
         """The canonical text form used in observations and fixtures: ``value@epoch``."""
         return f"{self.value}@{self.epoch}"
+
+
+_set_value = Record.__dict__["value"].__set__
+_set_epoch = Record.__dict__["epoch"].__set__
 
 
 class _Buffer(list[Record]):
@@ -120,28 +130,48 @@ class Log(Sequence[Record]):
         buf, n = self._buf, self.end
         if len(buf) == n:
             buf.extend(records)
-            return Log(buf, n + k)
+            return _view(buf, n + k)
         if len(buf) >= n + k and all(buf[n + i] is record for i, record in enumerate(records)):
-            return Log(buf, n + k)
+            return _view(buf, n + k)
         fresh = _Buffer(buf[:n])
         fresh.extend(records)
-        return Log(fresh, n + k)
+        return _view(fresh, n + k)
 
     def truncate(self, offset: int) -> Log:
         """Remove every record at or above ``offset`` (Kafka ``Log.truncateTo``)."""
         offset = max(0, offset)
-        return self if offset >= self.end else Log(self._buf, offset)
+        return self if offset >= self.end else _view(self._buf, offset)
 
     def read(self, start: int, end: int | None = None) -> tuple[Record, ...]:
         """Records in ``[start, end)`` (``end`` defaults to, and is capped at, the LEO)."""
         stop = self.end if end is None or end > self.end else end
         return tuple(self._buf[start:stop]) if start < stop else ()
 
+    def read_entries(self, start: int, end: int | None = None) -> tuple[tuple[int, str, int], ...]:
+        """``(offset, value, epoch)`` of the records in ``[start, end)`` (as ``read``):
+        what a consumer receives."""
+        stop = self.end if end is None or end > self.end else end
+        if start >= stop:
+            return ()
+        return tuple([(offset, r.value, r.epoch) for offset, r in enumerate(self._buf[start:stop], start)])
+
     def same_prefix(self, other: Log, n: int) -> bool:
         """``self[:n] == other[:n]``: O(1) when the logs share their buffer."""
         if n > self.end or n > other.end:
             return self[:n] == other[:n]
         return self._buf is other._buf or self._buf[:n] == other._buf[:n]
+
+
+def _view(buf: _Buffer, n: int) -> Log:
+    """``Log(buf, n)`` for a buffer already made (the constructor's checks skipped: this
+    is on the path of every append and truncation)."""
+    log = _new(Log)
+    log._buf = buf
+    log.end = n
+    return log
+
+
+_new = object.__new__
 
 
 def render(log: Sequence[Record]) -> list[str]:

@@ -11,8 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .log import Record
+from .values import fast_init
 
 
+@fast_init
 @dataclass(frozen=True)
 class FetchResponse:
     """A fetch response on its way from ``src`` (the leader) to ``dst`` (the follower)."""
@@ -37,6 +39,7 @@ class FetchResponse:
     """The incarnation of the follower that sent the request."""
 
 
+@fast_init
 @dataclass(frozen=True)
 class ParkedFetch:
     """A follower's fetch as the leader holds it: parked in the fetch purgatory
@@ -52,6 +55,7 @@ class ParkedFetch:
     max_records: int | None = None
 
 
+@fast_init
 @dataclass(frozen=True)
 class EpochResponse:
     """An OffsetsForLeaderEpoch response on its way to ``dst``."""
@@ -66,6 +70,7 @@ class EpochResponse:
     incarnation: int = 0
 
 
+@fast_init
 @dataclass(frozen=True)
 class LeaderAndIsr:
     """The controller's decision on its way to one broker."""
@@ -77,6 +82,7 @@ class LeaderAndIsr:
     isr: tuple[str, ...]
 
 
+@fast_init
 @dataclass(frozen=True)
 class AlterPartition:
     """A leader's ISR proposal on its way to the controller (KIP-497 AlterIsr, called

@@ -33,6 +33,8 @@ def reachable(d: Draft, dst: str, incarnation: int, src: str, request_epoch: int
 def drop_unreachable_answers(d: Draft, replica_id: str) -> None:
     """MSG-DROP-1: after a broker's role, leader or epoch changed, answers in flight to
     its old fetcher session are discarded."""
+    if not d.fetch_responses and not d.epoch_responses:
+        return
     keep_fetch = tuple(
         r
         for r in d.fetch_responses

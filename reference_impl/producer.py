@@ -48,7 +48,7 @@ def produce(d: Draft, step: Produce) -> None:
     # PRODUCE-3: append, stamped with the leader's epoch.
     base = leader.leo
     epoch = leader.leader_epoch
-    records = tuple(Record(value, epoch) for value in step.values)
+    records = tuple([Record(value, epoch) for value in step.values])
     cache = leader.epoch_cache
     if d.profile.keeps_epoch_cache:
         cache = epoch_cache.assign(cache, epoch, base)

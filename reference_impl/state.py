@@ -13,15 +13,17 @@ outcomes, and history variables that exist only for the invariants.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 
 from .config import Config
 from .epoch_cache import EpochCache
 from .history import History
 from .log import Log, Record
 from .messages import AlterPartition, Delivered, EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
+from .values import fast_init
 
 
 class Role(StrEnum):
@@ -39,6 +41,7 @@ class FetchState(StrEnum):
     FETCHING = "fetching"
 
 
+@fast_init
 @dataclass(frozen=True)
 class FollowerProgress:
     """What a leader knows of one follower (Kafka ``Replica`` state on the leader).
@@ -97,6 +100,7 @@ class Replica:
         raise KeyError(replica_id)
 
 
+@fast_init
 @dataclass(frozen=True)
 class Controller:
     """The controller's record of the partition (what ZooKeeper / the metadata log holds)."""
@@ -113,6 +117,7 @@ class Controller:
     offline broker not listed here has failed without the controller knowing yet."""
 
 
+@fast_init
 @dataclass(frozen=True)
 class ProduceOutcome:
     id: str
@@ -123,6 +128,7 @@ class ProduceOutcome:
     """``(offset, value, epoch)`` of what was appended, for the invariants."""
 
 
+@fast_init
 @dataclass(frozen=True)
 class ConsumeOutcome:
     replica: str | None
@@ -193,8 +199,8 @@ MEMO = "_memo"
 copied to another state (``Draft``, ``evolve``)."""
 
 
-def produce_key(outcome: ProduceOutcome) -> str:
-    return outcome.id
+produce_key: Callable[[ProduceOutcome], str] = attrgetter("id")
+"""A producer outcome's key in ``State.produces``: its produce id."""
 
 
 _offset = itemgetter(0)

@@ -11,8 +11,10 @@ from dataclasses import dataclass
 
 from . import epoch_cache
 from .epoch_cache import UNDEFINED_EPOCH, UNDEFINED_OFFSET, EpochCache
+from .values import fast_init
 
 
+@fast_init
 @dataclass(frozen=True)
 class Truncation:
     offset: int

@@ -3,6 +3,9 @@ traceback; YAML is loaded safely."""
 
 from __future__ import annotations
 
+import copy
+import json
+import random
 from pathlib import Path
 
 import pytest
@@ -106,3 +109,62 @@ def test_generations_expand_to_one_case_each(tmp_path: Path) -> None:
     text = GOOD.replace("config:", "generations: [hw-truncation, diverging-epoch]\nconfig:")
     cases = load_fixture_file(write(tmp_path, text))
     assert [c.id for c in cases] == ["tiny/hw-truncation", "tiny/diverging-epoch"]
+
+
+def _mutants(doc: object, rng: random.Random) -> object:
+    """``doc`` with one random change somewhere inside: a key dropped or added, a value
+    swapped for one of another type."""
+    doc = copy.deepcopy(doc)
+    spots: list[tuple[object, object]] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                spots.append((node, key))
+                walk(value)
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                spots.append((node, i))
+                walk(value)
+
+    walk(doc)
+    container, key = rng.choice(spots)
+    change = rng.randrange(4)
+    if change == 0 and isinstance(container, dict):
+        del container[key]
+    elif change == 1 and isinstance(container, dict):
+        container["surprise"] = 1
+    else:
+        container[key] = rng.choice([None, 7, -1, "x", "fetch", [], {}, True, ["A"], {"kind": "tick"}])  # type: ignore[index]
+    return doc
+
+
+def test_the_fast_schema_check_agrees_with_the_full_schema() -> None:
+    """``_fits_fast`` (each step's ``do`` checked against its own kind's rules) accepts
+    exactly what the full fixture schema accepts: on every bundled fixture file, and on
+    random one-change mutants of every step found in them (each in a one-step fixture)."""
+    import yaml
+
+    from conformance.fixtures import _fits_fast, fixture_files
+    from conformance.paths import FIXTURES_DIR
+    from conformance.schemas import validator
+
+    full = validator("fixture")
+    rng = random.Random(9)
+    steps: dict[str, dict[str, object]] = {}
+    for path in fixture_files([FIXTURES_DIR]):
+        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        assert _fits_fast(doc) and full.is_valid(doc), path
+        for step in doc["steps"]:
+            steps.setdefault(json.dumps(step["do"], sort_keys=True), step)
+    disagreements = []
+    invalid = 0
+    for step in steps.values():
+        for _ in range(3):
+            mutant = _mutants({"id": "m", "title": "m", "source": "m", "steps": [step]}, rng)
+            fits = full.is_valid(mutant)
+            invalid += not fits
+            if _fits_fast(mutant) != fits:
+                disagreements.append(mutant)
+    assert not disagreements[:3]
+    assert invalid > 80  # the mutants do reach the schema's rules

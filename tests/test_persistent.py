@@ -1,0 +1,97 @@
+"""The persistent structures (``log.py``, ``history.py``) against plain lists.
+
+Random programs of appends, truncations and replacements run on both, branching from
+kept older values (as a model checker or a replay from a kept state does), and every
+kept value must still read as the list it was made from: the buffers the values share
+never show one value's changes to another.
+"""
+
+from __future__ import annotations
+
+import itertools
+from operator import itemgetter
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reference_impl.history import CHUNK, History
+from reference_impl.log import Log, Record
+
+ops = st.lists(
+    st.tuples(st.sampled_from(["extend", "truncate", "branch"]), st.integers(0, 40), st.integers(0, 5)),
+    max_size=40,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(program=ops)
+def test_log_reads_as_the_list_it_was_made_from(program: list[tuple[str, int, int]]) -> None:
+    kept: list[tuple[Log, list[Record]]] = [(Log(), [])]
+    log, model = kept[0]
+    for n, (op, a, b) in enumerate(program):
+        if op == "extend":
+            # sometimes the very records another log holds (a follower copying its leader)
+            source = kept[a % len(kept)][1]
+            records = source[len(model) : len(model) + b] if a % 2 and source[: len(model)] == model else []
+            records = records or [Record(f"v{n}-{i}", a % 3) for i in range(b)]
+            log, model = log.extend(records), model + records
+        elif op == "truncate":
+            log, model = log.truncate(a), model[:a]
+        else:
+            log, model = kept[a % len(kept)]
+        kept.append((log, model))
+    for value, expected in kept:
+        assert list(value) == expected and len(value) == len(expected)
+        assert value.rendered() == [r.render() for r in expected]
+        start = len(expected) // 3
+        assert value.read(start) == tuple(expected[start:])
+        assert value.read_entries(start) == tuple((o, r.value, r.epoch) for o, r in enumerate(expected) if o >= start)
+        assert value.read_entries(start, start + 2) == tuple(
+            (o, r.value, r.epoch) for o, r in enumerate(expected) if start <= o < start + 2
+        )
+    for (one, one_list), (other, other_list) in itertools.pairwise(kept):
+        n = min(len(one_list), len(other_list))
+        assert one.same_prefix(other, n) == (one_list[:n] == other_list[:n])
+        assert (one == other) == (one_list == other_list)
+
+
+history_ops = st.lists(
+    st.tuples(st.sampled_from(["append", "extend", "replace", "branch"]), st.integers(0, 200), st.integers(0, 80)),
+    max_size=30,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(program=history_ops)
+def test_history_reads_as_the_list_it_was_made_from(program: list[tuple[str, int, int]]) -> None:
+    key = itemgetter(0)
+    empty: History[tuple[int, str]] = History(key)
+    kept: list[tuple[History[tuple[int, str]], list[tuple[int, str]]]] = [(empty, [])]
+    history, model = kept[0]
+    for n, (op, a, b) in enumerate(program):
+        if op == "append":
+            item = (a, f"a{n}")
+            history, model = history.append(item), [*model, item]
+        elif op == "extend":
+            items = [(a + i, f"e{n}") for i in range(b)]
+            history, model = history.extend(items), model + items
+        elif op == "replace" and model:
+            position = a % len(model)
+            item = (model[position][0], f"r{n}")
+            history, model = history.replace(position, item), [*model[:position], item, *model[position + 1 :]]
+        elif op == "branch":
+            history, model = kept[a % len(kept)]
+        kept.append((history, model))
+    for value, expected in kept:
+        assert list(value) == expected and len(value) == len(expected)
+        for probe in expected[:3] + expected[-3:]:
+            position = value.find(key(probe))
+            assert position is not None and key(value[position]) == key(probe)
+        # what ``missing`` leaves out: exactly the items the list does not hold
+        run = expected[len(expected) // 4 : len(expected) // 4 + CHUNK + 5]
+        strangers = [(k, "stranger") for k, _ in run[:2]]
+        assert value.missing(run) == []
+        assert value.missing([*run, *strangers]) == [s for s in strangers if s not in expected]
+        assert value.missing(strangers + run) == [s for s in strangers if s not in expected]
+    for (one, one_list), (other, other_list) in itertools.pairwise(kept):
+        assert other.starts_with(one) == (other_list[: len(one_list)] == one_list)
