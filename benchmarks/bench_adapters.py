@@ -21,7 +21,7 @@ from conformance.fixtures import Fixture, load_fixtures
 from conformance.in_process import ReferenceAdapter
 from conformance.paths import FIXTURES_DIR
 from conformance.stdio import StdioAdapter
-from reference_impl import apply, initial_state
+from reference_impl import apply
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def pure(fixtures: list[Fixture]) -> int:
     steps = 0
     for fixture in fixtures:
-        state = initial_state(fixture.config)
+        state = fixture.start()
         for fs in fixture.steps:
             state = apply(state, fs.step)
             steps += 1
@@ -42,7 +42,7 @@ def through(adapter_factory: Callable[[], object]) -> Callable[[list[Fixture]], 
     def run(fixtures: list[Fixture]) -> int:
         steps = 0
         for fixture in fixtures:
-            adapter.reset(fixture.config.to_dict())  # type: ignore[attr-defined]
+            adapter.reset(fixture.config.to_dict(), fixture.initial)  # type: ignore[attr-defined]
             for fs in fixture.steps:
                 adapter.step(fs.do)  # type: ignore[attr-defined]
                 steps += 1

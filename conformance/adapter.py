@@ -21,11 +21,15 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-PROTOCOL_VERSION = 2
-"""The version kconform speaks. Version 2 adds optional finer capabilities (``role_fields``,
-``step_fields``, ``conventions``); a version-1 adapter is still accepted (it has none)."""
+PROTOCOL_VERSION = 3
+"""The version kconform speaks. Version 3 adds starting from a given state (``reset``'s
+``initial``, for an adapter that declares the ``initial_state`` capability) and the
+observation fields ``answers`` and ``log_start``; version 2 added optional finer
+capabilities (``role_fields``, ``step_fields``, ``conventions``). Adapters speaking 1 or 2
+are still accepted: they have none of the later additions, and fixtures needing them are
+skipped or compared on the fields they report."""
 
-ACCEPTED_PROTOCOLS = (1, 2)
+ACCEPTED_PROTOCOLS = (1, 2, 3)
 
 
 class AdapterError(Exception):
@@ -61,6 +65,9 @@ class Description:
     listed honours all of them."""
     conventions: dict[str, Any] = field(default_factory=dict)
     """How its observations differ in form from the reference's (``conventions.py``)."""
+    initial_state: bool = False
+    """Protocol 3: it can start from a given state (``reset(config, initial=...)``); fixtures
+    with an ``initial:`` block are skipped on an implementation without it."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -76,6 +83,7 @@ class Description:
                 **({"role_fields": {k: list(v) for k, v in self.role_fields.items()}} if self.role_fields else {}),
                 **({"step_fields": {k: list(v) for k, v in self.step_fields.items()}} if self.step_fields else {}),
                 **({"conventions": dict(self.conventions)} if self.conventions else {}),
+                **({"initial_state": True} if self.initial_state else {}),
             },
         }
 
@@ -94,6 +102,7 @@ class Description:
             role_fields={str(k): tuple(v) for k, v in (caps.get("role_fields") or {}).items()},
             step_fields={str(k): tuple(v) for k, v in (caps.get("step_fields") or {}).items()},
             conventions=dict(caps.get("conventions") or {}),
+            initial_state=caps.get("initial_state") is True,
         )
 
 
@@ -120,9 +129,11 @@ class Adapter(ABC):
     def describe(self) -> Description: ...
 
     @abstractmethod
-    def reset(self, config: dict[str, Any]) -> None:
+    def reset(self, config: dict[str, Any], initial: dict[str, Any] | None = None) -> None:
         """Start a fresh partition with this config (plain data, a fixture's ``config``
-        with ``generation`` filled in)."""
+        with ``generation`` filled in), or, with ``initial`` (every default spelled out,
+        ``reference_impl.given.normalise``), the partition in that state. kconform passes
+        ``initial`` only to an implementation whose description has ``initial_state``."""
 
     @abstractmethod
     def step(self, step: dict[str, Any]) -> StepResult:

@@ -28,9 +28,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from reference_impl import State, Step, StepRejected, apply, initial_state, observe
+from reference_impl import State, Step, StepRejected, apply, observe
 from reference_impl.steps import DeliverEpoch, DeliverFetch, EpochRequest, EpochRound, Fetch, FetchRound
 
+from .compare import logs_mismatch
 from .fixtures import Fixture
 
 DROPPABLE = ("consume",)
@@ -46,6 +47,8 @@ class Check:
     """The fixture step it belongs to (0-based)."""
     expect: dict[str, Any] | None
     expect_rejected: str | None = None
+    logs_match: tuple[str, ...] = ()
+    """Replicas whose logs must be equal (``compare.logs_mismatch``)."""
 
 
 @dataclass
@@ -77,7 +80,7 @@ class Plan:
     @property
     def checked(self) -> int:
         """n: the expectations that survive lowering."""
-        return sum(1 for s in self.steps for c in s.checks if c.expect or c.expect_rejected)
+        return sum(1 for s in self.steps for c in s.checks if c.expect or c.expect_rejected or c.logs_match)
 
     @property
     def lowered(self) -> bool:
@@ -85,7 +88,7 @@ class Plan:
 
 
 def _expectations(fixture: Fixture) -> int:
-    return sum(1 for fs in fixture.steps if fs.expect or fs.expect_rejected)
+    return sum(1 for fs in fixture.steps if fs.expect or fs.expect_rejected or fs.logs_match)
 
 
 def prune(expect: Any, actual: Any) -> Any:
@@ -111,7 +114,7 @@ def _response_to(observation: dict[str, Any], replica: str, kind: str) -> bool:
 def plan(fixture: Fixture, kinds: set[str] | frozenset[str]) -> Plan:
     """The run of ``fixture`` on an implementation that performs the step ``kinds``."""
     total = _expectations(fixture)
-    start = initial_state(fixture.config)
+    start = fixture.start()
     if {fs.step.kind for fs in fixture.steps} <= set(kinds):
         return _identity(fixture, start, total)
     steps: list[PlanStep] = []
@@ -195,15 +198,16 @@ def plan(fixture: Fixture, kinds: set[str] | frozenset[str]) -> Plan:
                     f"({last.rejected}): the run ends before it"
                 )
                 break
-        if covered == set(range(i + 1)) and (fs.expect or fs.expect_rejected) and steps:
+        if covered == set(range(i + 1)) and (fs.expect or fs.expect_rejected or fs.logs_match) and steps:
             last = steps[-1]
             if fs.expect_rejected is not None:
                 if last.rejected is not None and last.covers == (i,):
                     last.checks.append(Check(i, None, fs.expect_rejected))
             elif last.observation is not None:
-                kept = prune(fs.expect, last.observation)
-                if kept:
-                    last.checks.append(Check(i, kept))
+                kept = prune(fs.expect, last.observation) if fs.expect else None
+                match = fs.logs_match if logs_mismatch(fs.logs_match, last.observation, "") is None else ()
+                if kept or match:
+                    last.checks.append(Check(i, kept, None, match))
     return Plan(steps, total, notes, stopped, start)
 
 
@@ -232,7 +236,7 @@ def _identity(fixture: Fixture, start: State, total: int) -> Plan:
         except StepRejected:
             ps = PlanStep(fs.step, (fs.index,), None, state)
         ps.rejected = fs.expect_rejected  # the fixture's own claim, as written
-        if fs.expect or fs.expect_rejected:
-            ps.checks.append(Check(fs.index, fs.expect, fs.expect_rejected))
+        if fs.expect or fs.expect_rejected or fs.logs_match:
+            ps.checks.append(Check(fs.index, fs.expect, fs.expect_rejected, fs.logs_match))
         steps.append(ps)
     return Plan(steps, total, [], "", start)

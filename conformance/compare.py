@@ -93,3 +93,21 @@ def leaf_paths(expected: Any, path: str = "") -> list[str]:
             out += leaf_paths(value, _join(path, key))
         return out
     return [path]
+
+
+def logs_mismatch(replicas: tuple[str, ...], observation: Mapping[str, Any], path: str) -> Divergence | None:
+    """A ``logs_match`` expectation: these replicas report equal logs (the same records
+    from the same log start), whatever the records are. None when they do."""
+    reported = observation.get("replicas") or {}
+    logs = {}
+    for name in replicas:
+        replica = reported.get(name)
+        if not isinstance(replica, Mapping) or "log" not in replica:
+            return Divergence(path, "equal logs", MISSING)
+        logs[name] = (replica.get("log_start", 0), replica["log"])
+    if len({repr(log) for log in logs.values()}) <= 1:
+        return None
+    actual = "; ".join(
+        f"{name}: " + (f"from {start} " if start else "") + str(log) for name, (start, log) in logs.items()
+    )
+    return Divergence(path, "equal logs", actual)

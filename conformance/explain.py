@@ -12,7 +12,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from reference_impl import State, StepRejected, apply, initial_state, observe
+from reference_impl import State, StepRejected, apply, observe
 from reference_impl.describe import describe_replica
 
 from .compare import leaf_paths
@@ -45,7 +45,7 @@ def action_text(do: dict[str, Any]) -> str:
 
 def explain_rows(fixture: Fixture) -> tuple[list[list[str]], State]:
     """The step table's rows, and the state the fixture ends in."""
-    state = initial_state(fixture.config)
+    state = fixture.start()
     before = flatten(observe(state))
     rows: list[list[str]] = []
     for fs in fixture.steps:
@@ -90,4 +90,10 @@ def explain(fixture: Fixture, fmt: str = "rounded_outline") -> str:
         maxcolwidths=None if fmt == "github" else [None, 28, None, 26, 26, 28, 40],
     )
     end = "\n".join(f"  {describe_replica(r)}" for r in final.replicas)
-    return f"{head}config: {config}\n\n{table}\n\nfinal state:\n{end}\n"
+    start = ""
+    if fixture.initial is not None:  # a given initial state: show where the steps start from
+        given = fixture.start()
+        ctrl = given.controller
+        lines = "\n".join(f"  {describe_replica(r)}" for r in given.replicas)
+        start = f"initial state: leader={ctrl.leader} epoch={ctrl.epoch} isr=[{','.join(ctrl.isr)}]\n{lines}\n"
+    return f"{head}config: {config}\n{start}\n{table}\n\nfinal state:\n{end}\n"

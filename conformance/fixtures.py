@@ -21,11 +21,15 @@ from reference_impl import (
     Config,
     ConfigError,
     Generation,
+    InitialStateError,
+    State,
     Step,
     StepFormatError,
     config_from_dict,
+    initial_state,
     step_from_dict,
 )
+from reference_impl.given import normalise
 
 from .schemas import fixture_fast_path, schema, validator
 
@@ -68,6 +72,8 @@ class FixtureStep:
     why: str | None
     source: str | None
     line: int
+    logs_match: tuple[str, ...] = ()
+    """Replicas whose logs must be equal after the step (their records not spelled out)."""
 
     @property
     def number(self) -> int:
@@ -93,6 +99,13 @@ class Fixture:
     line: int = 1
     group: str = field(default="")
     """The folder under fixtures/ the file lives in (``seeds``, ``kafka``, ...)."""
+    initial: dict[str, Any] | None = None
+    """The state to start from (the ``initial:`` block with every default spelled out for
+    this generation, ``reference_impl.given.normalise``); None for a fresh topic."""
+
+    def start(self) -> State:
+        """The reference's state before the first step."""
+        return initial_state(self.config, self.initial)
 
 
 def field_path(path: Iterable[str | int]) -> str:
@@ -272,6 +285,17 @@ def _build(doc: dict[str, Any], lines: Mapping[PathKey, int], path: Path) -> lis
             problems.append(Problem(file, line_for(lines, key), field_path(key), exc.message))
             break
     replicas = next(iter(configs.values())).replicas if configs else ()
+    initials: dict[str, dict[str, Any] | None] = dict.fromkeys(configs)
+    if "initial" in doc:
+        for gen, config in configs.items():
+            try:
+                initials[gen] = normalise(config, doc["initial"])
+                initial_state(config, initials[gen])
+            except InitialStateError as exc:
+                key = ("initial", *_field_keys(exc.field))
+                under = f" (under {gen})" if len(generations) > 1 else ""
+                problems.append(Problem(file, line_for(lines, key), field_path(key), exc.message + under))
+                break
     steps: list[FixtureStep] = []
     for i, raw in enumerate(doc["steps"]):
         try:
@@ -301,6 +325,7 @@ def _build(doc: dict[str, Any], lines: Mapping[PathKey, int], path: Path) -> lis
                 why=raw.get("why"),
                 source=raw.get("source"),
                 line=line_for(lines, ("steps", i)),
+                logs_match=tuple(raw.get("logs_match") or ()),
             )
         )
     if problems:
@@ -320,14 +345,30 @@ def _build(doc: dict[str, Any], lines: Mapping[PathKey, int], path: Path) -> lis
             steps=tuple(steps),
             path=file,
             group=path.parent.name,
+            initial=initials[gen],
         )
         for gen in generations
     ]
 
 
+def _field_keys(dotted: str) -> PathKey:
+    """``replicas.B.log[2]`` -> ``("replicas", "B", "log", 2)`` (an ``InitialStateError`` field)."""
+    keys: list[str | int] = []
+    for part in dotted.split("."):
+        name, _, rest = part.partition("[")
+        if name and name != "(initial)":
+            keys.append(name)
+        for index in rest.replace("]", "[").split("["):
+            if index.isdigit():
+                keys.append(int(index))
+    return tuple(keys)
+
+
 def _replica_names(i: int, raw: Mapping[str, Any]) -> Iterator[tuple[PathKey, str]]:
-    """Every replica id a step names, with its path: in ``do`` and in ``expect``."""
+    """Every replica id a step names, with its path: in ``do``, ``expect`` and ``logs_match``."""
     do = raw["do"]
+    for j, name in enumerate(raw.get("logs_match") or ()):
+        yield ("steps", i, "logs_match", j), name
     for name_field in ("replica", "to", "leader"):
         if do.get(name_field) is not None:
             yield ("steps", i, "do", name_field), do[name_field]

@@ -8,6 +8,7 @@ so they meet the runner exactly as a stdio implementation does.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,7 @@ from reference_impl import (
     STEP_TYPES,
     ConfigError,
     Generation,
+    InitialStateError,
     StepFormatError,
     StepRejected,
     config_from_dict,
@@ -52,13 +54,16 @@ class ReferenceAdapter(Adapter):
             steps=tuple(STEP_TYPES),
             fields=OBSERVATION_FIELDS,
             replica_fields=REPLICA_FIELDS,
+            initial_state=True,
         )
 
-    def reset(self, config: dict[str, Any]) -> None:
+    def reset(self, config: dict[str, Any], initial: dict[str, Any] | None = None) -> None:
         try:
-            self._state = initial_state(config_from_dict(config))
+            self._state = initial_state(config_from_dict(config), initial)
         except ConfigError as exc:
             raise AdapterError(f"config rejected: {exc}") from None
+        except InitialStateError as exc:
+            raise AdapterError(f"initial state rejected: {exc}") from None
 
     def step(self, step: dict[str, Any]) -> StepResult:
         if self._state is None:
@@ -92,7 +97,9 @@ class FunctionAdapter(Adapter):
 
     ``init(config: dict) -> S``, ``apply(state: S, step: dict) -> S`` and
     ``observe(state: S) -> dict``. ``apply`` signals a refused step by raising
-    ``StepRefused`` (or any exception listed in ``refusals``).
+    ``StepRefused`` (or any exception listed in ``refusals``). ``init_from(config: dict,
+    initial: dict) -> S``, if given, starts from a given state (``initial:`` fixtures);
+    the description then says ``initial_state=True``.
     """
 
     def __init__(
@@ -102,17 +109,26 @@ class FunctionAdapter(Adapter):
         apply: Callable[[Any, dict[str, Any]], Any],
         observe: Callable[[Any], dict[str, Any]],
         refusals: tuple[type[BaseException], ...] = (),
+        init_from: Callable[[dict[str, Any], dict[str, Any]], Any] | None = None,
     ) -> None:
+        if init_from is not None and not description.initial_state:
+            description = dataclasses.replace(description, initial_state=True)
         self._description = description
         self._init, self._apply, self._observe = init, apply, observe
+        self._init_from = init_from
         self._refusals: tuple[type[BaseException], ...] = (StepRefused, *refusals)
         self._state: Any = None
 
     def describe(self) -> Description:
         return self._description
 
-    def reset(self, config: dict[str, Any]) -> None:
-        self._state = self._init(config)
+    def reset(self, config: dict[str, Any], initial: dict[str, Any] | None = None) -> None:
+        if initial is None:
+            self._state = self._init(config)
+        elif self._init_from is None:
+            raise AdapterError("this implementation cannot start from a given state (no init_from)")
+        else:
+            self._state = self._init_from(config, initial)
 
     def step(self, step: dict[str, Any]) -> StepResult:
         try:

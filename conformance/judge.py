@@ -24,7 +24,7 @@ from typing import Any
 
 from .adapter import Adapter, Description
 from .coarsen import Plan, PlanStep
-from .compare import MISSING, all_divergences
+from .compare import MISSING, all_divergences, logs_mismatch
 from .conventions import adjust_expected, normalise
 from .fixtures import Fixture
 from .levels import settled_part
@@ -176,12 +176,19 @@ def judge(
         if safety_only or observation is None:
             continue
         for check in ps.checks:
-            if not check.expect:
+            if not check.expect and not check.logs_match:
                 continue
             cfs = steps_by_index[check.index]
             cwhere = {**where, "step": cfs.number, "kind": cfs.step.kind, "line": cfs.line, "why": cfs.why or ""}
             if trace is not None and check.index < len(trace):
                 cwhere["rules"] = list(trace[check.index])
+            if check.logs_match and "log" in description.replica_fields:
+                found = logs_mismatch(check.logs_match, observation, f"logs_match[{','.join(check.logs_match)}]")
+                if found is not None:
+                    failure = {**cwhere, "level": "exact", "field": found.path, "expected": found.expected}
+                    result.failures.append({**failure, "actual": _show(found.actual)})
+            if not check.expect:
+                continue
             expected = comparable(adjust_expected(check.expect, description, observation, _roles(ps.observation)))
             exact = all_divergences(expected, observation)
             for d in exact:

@@ -224,8 +224,8 @@ class _Unclosable(Adapter):
     def describe(self) -> Description:
         return self.inner.describe()
 
-    def reset(self, config: dict[str, Any]) -> None:
-        self.inner.reset(config)
+    def reset(self, config: dict[str, Any], initial: dict[str, Any] | None = None) -> None:
+        self.inner.reset(config, initial) if initial is not None else self.inner.reset(config)
 
     def step(self, step: dict[str, Any]) -> StepResult:
         return self.inner.step(step)

@@ -62,6 +62,7 @@ def fixture_record(fixture: Fixture) -> dict[str, Any]:
         "path": fixture.path,
         "steps": len(fixture.steps),
         "config": fixture.config.to_dict(),
+        **({"initial": fixture.initial} if fixture.initial is not None else {}),
     }
 
 

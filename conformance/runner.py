@@ -9,8 +9,9 @@ Every fixture selected lands in exactly one outcome:
 - ``errored``: the implementation could not answer (crash, hang, invalid message, an
   observation that does not fit the protocol schema, refused config), with the reason and
   diagnostics;
-- ``skipped``: the implementation lacks the generation, a step kind, or every field the
-  fixture checks; the reason says which.
+- ``skipped``: the implementation lacks the generation, a step kind, every field the
+  fixture checks, or (for a fixture with ``initial:``) the ``initial_state`` capability;
+  the reason says which.
 
 Steps are numbered from 1 in every record and report ("step 3" is the third entry of the
 fixture's ``steps``). Each step is sent complete (``wire.py``: defaults spelled out, the
@@ -29,7 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from reference_impl import StepRejected, initial_state
+from reference_impl import StepRejected
 from reference_impl import apply as reference_apply
 
 from .adapter import Adapter, AdapterError, Description
@@ -141,6 +142,8 @@ def skip_reason(fixture: Fixture, description: Description) -> str | None:
     when nothing is left (``_nothing_left``)."""
     if fixture.generation.value not in description.generations:
         return f"generation {fixture.generation.value} not supported (supports: {', '.join(description.generations)})"
+    if fixture.initial is not None and not description.initial_state:
+        return "starts from a given state (initial:), which the implementation cannot (capability initial_state)"
     for fs in fixture.steps:
         name = unsupported_step_field(fs.step, description)
         if name is not None:
@@ -154,7 +157,7 @@ RuleTrace = list[tuple[str, ...]]
 
 def reference_trace(fixture: Fixture) -> RuleTrace:
     """Per step, the rules the reference fires (for a rejected step: its guard's rule)."""
-    state = initial_state(fixture.config)
+    state = fixture.start()
     out: RuleTrace = []
     for fs in fixture.steps:
         try:
@@ -209,7 +212,10 @@ def run_fixture(
         return finish("skipped", reason)
     config = fixture.config.to_dict()
     try:
-        adapter.reset(config)
+        if fixture.initial is None:
+            adapter.reset(config)
+        else:
+            adapter.reset(config, fixture.initial)
     except Exception as exc:  # an implementation's fault must not end the run
         message, detail = _fault(exc)
         return finish("errored", f"reset: {message}", detail=detail)
@@ -279,7 +285,7 @@ def _nothing_left(lowered: Plan, description: Description, level: str) -> str | 
     kept = [c for s in lowered.steps for c in s.checks]
     if not kept:
         return f"none of its {lowered.expectations} expectations survive lowering ({lowered.stopped or 'see notes'})"
-    if not any(c.expect_rejected or comparable(c.expect or {}, description) for c in kept):
+    if not any(c.expect_rejected or c.logs_match or comparable(c.expect or {}, description) for c in kept):
         return "reports none of the fields this fixture checks"
     return None
 

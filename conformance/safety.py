@@ -23,7 +23,7 @@ from typing import Any, TypeGuard
 
 PROPERTIES: dict[str, str] = {
     "SAFE-HW-LE-LEO": "on every replica hw <= leo (HwLeLeo)",
-    "SAFE-LOG-LEO": "on every replica the log holds leo records",
+    "SAFE-LOG-LEO": "on every replica the log holds leo - log_start records",
     "SAFE-LEADER-HW-MONOTONIC": "a leader's hw never decreases while it stays leader, online, in one epoch "
     "(LeaderHwMonotonic)",
     "SAFE-EPOCHS-INCREASE": "the controller's epoch and each replica's known epoch never decrease (EpochsIncrease)",
@@ -120,9 +120,10 @@ class SafetyMonitor:
         log = rep.get("log")
         if not isinstance(log, list):
             return []
+        start = _start(rep)
         out = []
         for offset, record in sorted(self.committed.items()):
-            have = log[offset] if offset < len(log) else None
+            have = log[offset - start] if start <= offset < start + len(log) else None
             if have != record:
                 out.append(
                     Finding(
@@ -147,7 +148,14 @@ def _appended(
     grown = new["log"][len(old["log"]) :]
     if len(grown) != len(values) or [str(r).rsplit("@", 1)[0] for r in grown] != values:
         return None
-    return [(len(old["log"]) + i, r) for i, r in enumerate(grown)]
+    base = _start(new) + len(old["log"])
+    return [(base + i, r) for i, r in enumerate(grown)]
+
+
+def _start(rep: Mapping[str, Any]) -> int:
+    """A replica's log start (protocol 3; 0 when not reported): ``log[i]`` is offset start + i."""
+    start = rep.get("log_start", 0)
+    return start if _int(start) else 0
 
 
 def _replica(obs: Mapping[str, Any], name: Any) -> dict[str, Any] | None:
@@ -185,8 +193,8 @@ def _state_findings(obs: Mapping[str, Any], replicas: Sequence[str]) -> Iterator
         hw, leo, log = rep.get("hw"), rep.get("leo"), rep.get("log")
         if _int(hw) and _int(leo) and hw > leo:
             yield Finding("SAFE-HW-LE-LEO", f"{name} hw={hw} > leo={leo}")
-        if _int(leo) and isinstance(log, list) and len(log) != leo:
-            yield Finding("SAFE-LOG-LEO", f"{name} leo={leo} but its log has {len(log)} records")
+        if _int(leo) and isinstance(log, list) and len(log) != leo - _start(rep):
+            yield Finding("SAFE-LOG-LEO", f"{name} leo={leo} but its log has {len(log)} records from {_start(rep)}")
         cache = rep.get("epoch_cache")
         if isinstance(cache, list) and all(isinstance(e, list) and len(e) == 2 for e in cache):
             if any(not (a[0] < b[0] and a[1] < b[1]) for a, b in itertools.pairwise(cache)):
@@ -214,10 +222,15 @@ def _state_findings(obs: Mapping[str, Any], replicas: Sequence[str]) -> Iterator
                 if not isinstance(mrep, Mapping) or mrep.get("online") is not True:
                     continue
                 mlog = mrep.get("log")
-                if isinstance(mlog, list) and mlog[:hw] != log[:hw]:
+                if not isinstance(mlog, list):
+                    continue
+                lstart, mstart = _start(lrep), _start(mrep)
+                first = max(lstart, mstart)  # nothing is compared below a log start
+                theirs, ours = mlog[first - mstart : hw - mstart], log[first - lstart : hw - lstart]
+                if first < hw and theirs != ours:
                     yield Finding(
                         "SAFE-STRONG-ISR",
-                        f"ISR member {member} has {mlog[:hw]} below leader {lname}'s hw={hw}, the leader {log[:hw]}",
+                        f"ISR member {member} has {theirs} below leader {lname}'s hw={hw}, the leader {ours}",
                     )
 
 

@@ -72,6 +72,8 @@ class Adapter:
     replica_fields: tuple[str, ...] = ()
     refusals: tuple[type[BaseException], ...] = ()
     """Your own exceptions that mean "not possible in this state": answered as ``rejected``."""
+    initial_state = False
+    """Protocol 3: True if ``reset_from`` can start from a given state (``initial:`` fixtures)."""
 
     def __init__(self) -> None:
         self.produce_ids = ProduceIds()
@@ -81,6 +83,10 @@ class Adapter:
         return {}
 
     def reset(self, config: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def reset_from(self, config: dict[str, Any], initial: dict[str, Any]) -> None:
+        """Optional (with ``initial_state = True``): start from the given state (spec/adapter-protocol.md)."""
         raise NotImplementedError
 
     def step(self, step: dict[str, Any]) -> None:
@@ -99,6 +105,7 @@ class Adapter:
             "steps": list(self.steps),
             "fields": list(self.fields),
             "replica_fields": list(self.replica_fields),
+            **({"initial_state": True} if self.initial_state else {}),
         }
         caps.update(self.describe())
         return {
@@ -109,9 +116,12 @@ class Adapter:
             "capabilities": caps,
         }
 
-    def _reset(self, config: dict[str, Any]) -> None:
+    def _reset(self, config: dict[str, Any], initial: dict[str, Any] | None = None) -> None:
         self.produce_ids = ProduceIds()
-        self.reset(config)
+        if initial is None:
+            self.reset(config)
+        else:
+            self.reset_from(config, initial)
 
     def _step(self, step: dict[str, Any]) -> dict[str, Any]:
         """The reply body for one step: an observation or a refusal."""
@@ -131,7 +141,7 @@ class Adapter:
             version = asked if asked in ACCEPTED_PROTOCOLS else PROTOCOL_VERSION
             return {"ok": True, "protocol": version, "implementation": self.implementation()}
         if cmd == "reset":
-            self._reset(request["config"])
+            self._reset(request["config"], request.get("initial"))
             return {"ok": True}
         if cmd == "step":
             return {"ok": True, **self._step(request["step"])}
@@ -169,9 +179,9 @@ class _InProcess(_Seam):
     def describe(self) -> _Description:
         return _Description.from_dict(self.adapter.implementation())
 
-    def reset(self, config: dict[str, Any]) -> None:
+    def reset(self, config: dict[str, Any], initial: dict[str, Any] | None = None) -> None:
         try:
-            self.adapter._reset(config)
+            self.adapter._reset(config, initial)
         except Exception as exc:
             raise _AdapterError(f"reset failed: {type(exc).__name__}: {exc}", traceback.format_exc()) from None
 

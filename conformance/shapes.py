@@ -59,14 +59,15 @@ class _Wrapper(Adapter):
             replica_fields=self.replica_fields,
             role_fields=dict(self.role_fields),
             conventions=dict(self.conventions),
+            initial_state=True,
         )
 
     def config(self, config: dict[str, Any]) -> dict[str, Any]:
         return config
 
-    def reset(self, config: dict[str, Any]) -> None:
+    def reset(self, config: dict[str, Any], initial: dict[str, Any] | None = None) -> None:
         try:
-            self._state = initial_state(config_from_dict(self.config(dict(config))))
+            self._state = initial_state(config_from_dict(self.config(dict(config))), initial)
         except ConfigError as exc:
             raise AdapterError(f"config rejected: {exc}") from None
 
@@ -115,11 +116,11 @@ class RoundOnly(_Wrapper):
         "deliver_leader_and_isr",
     )
     fields = ("clock_ms", "leader", "leader_epoch", "isr", "replicas", "producer")
-    replica_fields = ("online", "role", "leader", "leader_epoch", "leo", "hw", "log", "remote_leo")
+    replica_fields = ("online", "role", "leader", "leader_epoch", "leo", "hw", "log", "remote_leo", "log_start")
     role_fields = {  # noqa: RUF012
-        "leader": ("online", "role", "leader", "leader_epoch", "leo", "hw", "log", "remote_leo"),
-        "follower": ("online", "role", "leader", "leader_epoch", "leo", "log"),
-        "none": ("online", "role", "leader", "leader_epoch", "leo", "log"),
+        "leader": ("online", "role", "leader", "leader_epoch", "leo", "hw", "log", "remote_leo", "log_start"),
+        "follower": ("online", "role", "leader", "leader_epoch", "leo", "log", "log_start"),
+        "none": ("online", "role", "leader", "leader_epoch", "leo", "log", "log_start"),
     }
     conventions = {"unknown_remote_leo": "absent"}  # noqa: RUF012
 
@@ -153,7 +154,7 @@ class EpochsFromOne(_Wrapper):
     """Leader epochs numbered from 1 instead of Kafka's 0: correct."""
 
     name = "shape-epochs-from-1"
-    fields = tuple(f for f in OBSERVATION_FIELDS if f != "in_flight")
+    fields = tuple(f for f in OBSERVATION_FIELDS if f not in ("in_flight", "answers"))
     conventions = {"epoch_base": 1}  # noqa: RUF012
 
     def render(self, obs: dict[str, Any]) -> dict[str, Any]:
@@ -175,7 +176,7 @@ class EarlyAnswer(_Wrapper):
     fetch (``settle.answer_parked_now``)."""
 
     name = "shape-early-answer"
-    fields = tuple(f for f in OBSERVATION_FIELDS if f != "in_flight")
+    fields = tuple(f for f in OBSERVATION_FIELDS if f not in ("in_flight", "answers"))
 
     def _apply(self, step: dict[str, Any]) -> None:
         super()._apply(step)

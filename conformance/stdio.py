@@ -211,8 +211,8 @@ class StdioAdapter(Adapter):
         assert self._description is not None
         return self._description
 
-    def reset(self, config: dict[str, Any]) -> None:
-        self._request({"cmd": "reset", "config": config})
+    def reset(self, config: dict[str, Any], initial: dict[str, Any] | None = None) -> None:
+        self._request({"cmd": "reset", "config": config, **({"initial": initial} if initial is not None else {})})
 
     def step(self, step: dict[str, Any]) -> StepResult:
         reply = self._request({"cmd": "step", "step": step})

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reference_impl import StepRejected, apply, initial_state, observe
+from reference_impl import StepRejected, apply, observe
 
 from .fixtures import Fixture
 
@@ -18,7 +18,7 @@ from .fixtures import Fixture
 def reference_observation(fixture: Fixture, index: int) -> dict[str, Any]:
     """The reference's observation after step ``index`` of ``fixture`` (rejected steps
     leave the state as it was, as the runner expects of implementations)."""
-    state = initial_state(fixture.config)
+    state = fixture.start()
     for fs in fixture.steps[: index + 1]:
         try:
             state = apply(state, fs.step)

@@ -3,7 +3,9 @@
 
 Run it with ``kconform run --impl 'exec:python3 examples/stdio_reference_adapter.py'``.
 It is also the template for an adapter in another language: read a JSON line, dispatch
-on ``cmd``, write one JSON line back with the same ``seq``, flush.
+on ``cmd``, write one JSON line back with the same ``seq``, flush. It speaks protocol 3:
+it can start from a given state (``reset`` with ``initial``) and performs every step
+kind the reference has.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ class Handler:
 
     def cmd_hello(self, request: dict[str, Any]) -> dict[str, Any]:
         return {
-            "protocol": 1,
+            "protocol": 3,
             "implementation": {
                 "name": "reference-stdio",
                 "version": reference_impl.__version__,
@@ -43,12 +45,15 @@ class Handler:
                     "steps": list(STEP_TYPES),
                     "fields": list(OBSERVATION_FIELDS),
                     "replica_fields": list(REPLICA_FIELDS),
+                    "initial_state": True,
                 },
             },
         }
 
     def cmd_reset(self, request: dict[str, Any]) -> dict[str, Any]:
-        self.state = initial_state(config_from_dict(request["config"]))
+        # Protocol 3: "initial" (sent only because the capabilities say initial_state) is
+        # the state to start from, every default spelled out.
+        self.state = initial_state(config_from_dict(request["config"]), request.get("initial"))
         return {}
 
     def cmd_step(self, request: dict[str, Any]) -> dict[str, Any]:

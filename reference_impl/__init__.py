@@ -14,6 +14,7 @@ from .apply import apply, run
 from .config import Config, Generation, config_from_dict
 from .enabled import enabled_steps
 from .errors import ConfigError, KconformModelError, StepFormatError, StepRejected
+from .given import InitialStateError
 from .initial import initial_state
 from .invariants import Violation, check
 from .observe import OBSERVATION_FIELDS, REPLICA_FIELDS, observe
@@ -29,6 +30,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "Generation",
+    "InitialStateError",
     "KconformModelError",
     "State",
     "Step",

@@ -15,7 +15,7 @@ from .steps import Consume
 
 def consume(d: Draft, step: Consume) -> None:
     """CONSUME-1: read from ``offset`` at the leader, up to (not including) its HW.
-    CONSUME-2: no live leader, or an offset past the LEO, is an error."""
+    CONSUME-2: no live leader, or an offset past the LEO or below the log start, is an error."""
     leader_id = d.controller.leader
     offset = step.offset
 
@@ -30,7 +30,7 @@ def consume(d: Draft, step: Consume) -> None:
         return error("NETWORK_EXCEPTION")
     if leader.role is not Role.LEADER:
         return error("NOT_LEADER_OR_FOLLOWER")
-    if offset > leader.leo:
+    if offset > leader.leo or offset < leader.log_start:
         return error("OFFSET_OUT_OF_RANGE")
     records = leader.log.read_entries(offset, leader.hw)
     d.consumed = ConsumeOutcome(replica=leader_id, offset=offset, records=records, hw=leader.hw, error=None)

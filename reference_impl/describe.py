@@ -55,9 +55,11 @@ def describe_message(message: Message) -> str:
 def describe_replica(replica: Replica) -> str:
     if not replica.online:
         return f"{replica.id}: offline leo={replica.leo} checkpoint_hw={replica.checkpoint_hw}"
+    records = render_log(replica.log)[replica.log_start :]
+    start = f" log_start={replica.log_start}" if replica.log_start else ""
     text = (
         f"{replica.id}: {replica.role.value} epoch={replica.leader_epoch} "
-        f"leo={replica.leo} hw={replica.hw} log=[{','.join(render_log(replica.log))}]"
+        f"leo={replica.leo} hw={replica.hw}{start} log=[{','.join(records)}]"
     )
     if replica.epoch_cache:
         text += " cache=" + ",".join(f"({e},{o})" for e, o in replica.epoch_cache)

@@ -24,7 +24,7 @@ from typing import cast
 from .config import Config
 from .generation import Profile
 from .history import History
-from .messages import AlterPartition, EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
+from .messages import AlterPartition, Delivered, EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
 from .state import MEMO, ConsumeOutcome, Controller, EpochQueryOutcome, ProduceOutcome, Replica, Role, State
 
 _set = object.__setattr__
@@ -52,6 +52,7 @@ class Draft:
     power_failures: int
     committed: History[tuple[int, str, int]]
     fired: list[str]
+    delivered: tuple[Delivered, ...]
     alter_partitions: tuple[AlterPartition, ...]
     epoch_query: EpochQueryOutcome | None
 
@@ -64,6 +65,7 @@ class Draft:
             del fields[MEMO]
         fields["replicas"] = list(fields["replicas"])
         fields["fired"] = []
+        fields["delivered"] = ()
         config = fields["config"]
         fields["profile"] = config.profile
         fields["position"] = config.position

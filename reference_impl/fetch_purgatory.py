@@ -20,7 +20,7 @@ def complete_parked_fetch(d: Draft, parked: ParkedFetch, rule: str) -> None:
     leader = d.replica(parked.leader)
     records = leader.log.read(parked.fetch_offset, read_end(parked.fetch_offset, parked.max_records))
     d.fire(rule)
-    respond(d, answer(parked, records=records, hw=leader.hw))
+    respond(d, answer(parked, records=records, hw=leader.hw, log_start=leader.log_start))
 
 
 def wake_parked_fetches(d: Draft, leader_id: str) -> None:
@@ -41,6 +41,5 @@ def abort_parked_fetches(d: Draft, leader_id: str, *, error: str | None) -> None
     d.fire("FETCH-PARK-4")
     if error is None:
         return
-    leader = d.replica(leader_id)
     for parked in mine:
-        respond(d, answer(parked, hw=leader.hw, error=error))
+        respond(d, answer(parked, hw=-1, log_start=-1, error=error))  # FETCH-LEADER-1: errors carry -1

@@ -14,9 +14,9 @@ from .draft import Draft
 from .epoch_leader import handle_epoch_request
 from .errors import StepRejected
 from .leader_fetch import handle_fetch
-from .messages import FetchResponse
+from .messages import Delivered, FetchResponse
 from .network import reachable
-from .replica_ops import set_hw, truncate
+from .replica_ops import set_hw, truncate, truncate_fully_and_start_at
 from .state import FetchState, Replica, Role
 from .truncation import offset_truncation
 from .values import evolve
@@ -82,8 +82,10 @@ def deliver_fetch(d: Draft, replica_id: str) -> None:
     d.fetch_responses = tuple(r for r in d.fetch_responses if r is not response)
     follower = d.replica(replica_id)
     if not reachable(d, replica_id, response.incarnation, response.src, response.request_epoch):
+        d.delivered = (*d.delivered, Delivered(response, dropped=True))
         d.fire("MSG-DROP-1")
         return
+    d.delivered = (*d.delivered, Delivered(response))
 
     if response.diverging_epoch is not None:
         # FOLLOWER-DIVERGE-1: truncate from the diverging epoch, as from an epoch answer.
@@ -109,20 +111,28 @@ def deliver_fetch(d: Draft, replica_id: str) -> None:
     follower = evolve(follower, log=follower.log.extend(response.records), epoch_cache=cache)
     d.put(follower)
     d.fire("FOLLOWER-FETCH-2")
-    set_hw(d, replica_id, hw.follower_hw(response.hw, follower.leo))
+    set_hw(d, replica_id, max(follower.log_start, hw.follower_hw(response.hw, follower.leo)))
     d.fire("HW-FOLLOWER-1")
 
 
 def _handle_out_of_range(d: Draft, follower: Replica, response: FetchResponse) -> None:
     """FOLLOWER-OOR-1: the leader's log ends below the fetch offset: truncate to the
     leader's LEO. FOLLOWER-OOR-2: under hw-truncation with unclean election disabled,
-    Kafka 0.10 halts the broker instead (``ReplicaFetcherThread.handleOffsetOutOfRange``)."""
+    Kafka 0.10 halts the broker instead (``ReplicaFetcherThread.handleOffsetOutOfRange``).
+    FOLLOWER-OOR-3: the leader's log starts above the follower's LEO: drop the whole log
+    and start at the leader's log start (``AbstractFetcherThread.fetchOffsetAndTruncate``)."""
     leader_leo = cast(int, response.leader_leo)  # always set on OFFSET_OUT_OF_RANGE
-    if d.profile.halts_on_out_of_range and not d.config.unclean_leader_election and leader_leo < follower.leo:
-        d.fire("FOLLOWER-OOR-2")
-        broker.crash(d, follower.id)
-        return
-    truncate(d, follower.id, leader_leo, rule="FOLLOWER-OOR-1")
+    leader_log_start = response.leader_log_start or 0
+    if leader_leo < follower.leo:
+        if d.profile.halts_on_out_of_range and not d.config.unclean_leader_election:
+            d.fire("FOLLOWER-OOR-2")
+            broker.crash(d, follower.id)
+            return
+        truncate(d, follower.id, leader_leo, rule="FOLLOWER-OOR-1")
+    elif leader_log_start > follower.leo:
+        truncate_fully_and_start_at(d, follower.id, leader_log_start, rule="FOLLOWER-OOR-3")
+    else:
+        d.fire("FOLLOWER-OOR-1")
 
 
 # --- OffsetsForLeaderEpoch -----------------------------------------------------------
@@ -161,8 +171,10 @@ def deliver_epoch(d: Draft, replica_id: str) -> None:
     d.epoch_responses = tuple(r for r in d.epoch_responses if r is not response)
     follower = d.replica(replica_id)
     if not reachable(d, replica_id, response.incarnation, response.src, response.request_epoch):
+        d.delivered = (*d.delivered, Delivered(response, dropped=True))
         d.fire("MSG-DROP-1")
         return
+    d.delivered = (*d.delivered, Delivered(response))
     if response.error is not None:
         # EPOCH-FOLLOWER-1: fenced or unknown epoch, not leader: stay truncating, retry.
         d.fire("EPOCH-FOLLOWER-1")

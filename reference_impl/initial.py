@@ -1,4 +1,4 @@
-"""The initial state of a partition built from its configuration.
+"""The initial state of a partition built from its configuration (or given: ``given.py``).
 
 Every replica is online with an empty log at time 0; the initial leader leads epoch 0
 with every replica in the ISR (a freshly created topic). The leader's view of its
@@ -9,13 +9,22 @@ counted as caught up now. Under the epoch generations the leader's cache holds
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from . import epoch_cache
 from .config import Config
 from .log import Log
 from .state import Controller, FetchState, FollowerProgress, Replica, Role, State, empty_committed, empty_produces
 
 
-def initial_state(config: Config) -> State:
+def initial_state(config: Config, initial: Mapping[str, Any] | None = None) -> State:
+    """The start of a partition: a fresh topic, or the state ``initial`` describes (a
+    fixture's ``initial:`` block; ``given.py``, INIT-1..5)."""
+    if initial is not None:
+        from .given import given_state
+
+        return given_state(config, initial)
     config = config.validate()
     leader_id = config.leader_at_start
     # Every replica starts with the same empty log; appends of the same records keep

@@ -22,7 +22,7 @@ from typing import Any
 
 from .history import History
 from .log import Log
-from .state import MEMO, Role, State
+from .state import MEMO, Replica, Role, State
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def strong_isr(state: State) -> list[Violation]:
         member = state.replica(name)
         if name == leader.id or not member.online:
             continue
-        if not member.log.same_prefix(leader.log, leader.hw):
+        if not _same_below(member, leader):
             out.append(
                 Violation(
                     "StrongIsr",
@@ -70,6 +70,16 @@ def strong_isr(state: State) -> list[Violation]:
                 )
             )
     return out
+
+
+def _same_below(member: Replica, leader: Replica) -> bool:
+    """The member holds the leader's records below the leader's HW, from where both
+    logs still have records (LOG-START-1: nothing is compared below a log start)."""
+    start = max(member.log_start, leader.log_start)
+    if not start:
+        return member.log.same_prefix(leader.log, leader.hw)
+    end = leader.hw
+    return end <= start or member.log.read(start, end) == leader.log.read(start, end)
 
 
 def acked_not_lost(state: State) -> list[Violation]:

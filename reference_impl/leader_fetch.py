@@ -94,11 +94,14 @@ def handle_fetch(
 
     error = fencing_error(leader, request_epoch, profile.fences_request_epochs)
     if error is not None:
+        # FETCH-LEADER-1: an error answer carries no records and HW / log start -1
+        # (ReplicaManager.readFromLocalLog's error case).
         d.fire("FETCH-LEADER-1")
-        respond(d, answer(request, hw=leader.hw, error=error))
+        respond(d, answer(request, hw=-1, log_start=-1, error=error))
         return
 
     hw_at_read = leader.hw  # FETCH-LEADER-3: sampled before this fetch updates anything
+    start_at_read = leader.log_start
 
     if profile.fetch_carries_last_epoch and last_fetched_epoch is not None:
         # FETCH-LEADER-2: Partition.readRecords compares the follower's last fetched
@@ -106,14 +109,27 @@ def handle_fetch(
         # and the follower's fetch state is left alone.
         epoch, end = epoch_cache.end_offset_for(leader.epoch_cache, last_fetched_epoch, leader.leo)
         d.fire("FETCH-LEADER-2")
-        if epoch < last_fetched_epoch or end < fetch_offset:
-            respond(d, answer(request, hw=hw_at_read, diverging_epoch=(epoch, end)))
+        if (epoch < last_fetched_epoch or end < fetch_offset) and fetch_offset >= start_at_read:
+            respond(d, answer(request, hw=hw_at_read, log_start=start_at_read, diverging_epoch=(epoch, end)))
             return
 
-    if fetch_offset > leader.leo:
-        # FETCH-LEADER-4: the follower asks beyond the leader's log.
+    if fetch_offset > leader.leo or fetch_offset < leader.log_start:
+        # FETCH-LEADER-4: the follower asks beyond the leader's log, or below its log
+        # start (checked before a divergence, Partition.readRecords). The answer carries
+        # the leader's LEO and log start: the model's stand-in for the ListOffsets
+        # requests the follower then sends (AbstractFetcherThread.fetchOffsetAndTruncate).
         d.fire("FETCH-LEADER-4")
-        respond(d, answer(request, hw=leader.hw, error="OFFSET_OUT_OF_RANGE", leader_leo=leader.leo))
+        respond(
+            d,
+            answer(
+                request,
+                hw=-1,
+                log_start=-1,
+                error="OFFSET_OUT_OF_RANGE",
+                leader_leo=leader.leo,
+                leader_log_start=leader.log_start,
+            ),
+        )
         return
 
     records = leader.log.read(fetch_offset, read_end(fetch_offset, max_records))
@@ -137,4 +153,4 @@ def handle_fetch(
         d.parked_fetches = (*d.parked_fetches, request)
         d.fire("FETCH-PARK-1")
         return
-    respond(d, answer(request, records=records, hw=hw_at_read))
+    respond(d, answer(request, records=records, hw=hw_at_read, log_start=start_at_read))

@@ -31,6 +31,10 @@ class FetchResponse:
     diverging_epoch: tuple[int, int] | None = None
     leader_leo: int | None = None
     """Carried with OFFSET_OUT_OF_RANGE: the leader's LEO the follower truncates to."""
+    log_start: int = 0
+    """The leader's log start offset sampled with the HW (-1 on an error, as in Kafka)."""
+    leader_log_start: int | None = None
+    """Carried with OFFSET_OUT_OF_RANGE: the leader's log start (FOLLOWER-OOR-3)."""
     incarnation: int = 0
     """The incarnation of the follower that sent the request."""
 
@@ -100,3 +104,12 @@ class PendingProduce:
     required_offset: int
     """The leader's LEO right after the append: HW must reach it."""
     deadline_ms: int
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """An answer a step took out of flight: processed by its receiver, or ``dropped``
+    on arrival because the session that asked is gone (MSG-DROP-1)."""
+
+    message: FetchResponse | EpochResponse
+    dropped: bool = False

@@ -12,6 +12,7 @@ from typing import Any
 
 from . import epoch_cache
 from . import log as logmod
+from .messages import EpochResponse, FetchResponse, ParkedFetch
 from .state import Replica, State
 
 REPLICA_FIELDS = (
@@ -26,8 +27,10 @@ REPLICA_FIELDS = (
     "epoch_cache",
     "fetch_state",
     "remote_leo",
+    "log_start",
 )
-"""Per replica. ``remote_leo`` (the leader's view of each follower) only on a leader."""
+"""Per replica. ``remote_leo`` (the leader's view of each follower) only on a leader.
+``log`` lists the records from ``log_start`` on (LOG-START-1)."""
 
 OBSERVATION_FIELDS = (
     "clock_ms",
@@ -40,6 +43,7 @@ OBSERVATION_FIELDS = (
     "consumer",
     "epoch_query",
     "in_flight",
+    "answers",
 )
 
 
@@ -52,12 +56,13 @@ def observe_replica(replica: Replica) -> dict[str, Any]:
         "leo": replica.leo,
         "hw": replica.hw,
         "checkpoint_hw": replica.checkpoint_hw,
-        "log": logmod.render(replica.log),
+        "log": logmod.render(replica.log)[replica.log_start :] if replica.log_start else logmod.render(replica.log),
         "epoch_cache": epoch_cache.render(replica.epoch_cache),
         "fetch_state": replica.fetch_state.value,
     }
     if replica.progress:
         out["remote_leo"] = {p.replica: p.remote_leo for p in replica.progress}
+    out["log_start"] = replica.log_start
     return out
 
 
@@ -73,6 +78,81 @@ def observe_in_flight(state: State) -> dict[str, Any]:
         "pending_produces": [describe_message(m) for m in state.pending_produces],
         "alter_partitions": [describe_message(m) for m in state.alter_partitions],
     }
+
+
+def fetch_answer(message: FetchResponse | ParkedFetch, status: str) -> dict[str, Any]:
+    """A fetch answer as data, field by field (OBS-ANSWER-1). A parked fetch has no
+    answer yet: only the request's fields and its deadline are set."""
+    if isinstance(message, ParkedFetch):
+        return {
+            "status": status,
+            "from": message.leader,
+            "current_epoch": message.request_epoch,
+            "fetch_offset": message.fetch_offset,
+            "deadline_ms": message.deadline_ms,
+            "records": None,
+            "hw": None,
+            "log_start": None,
+            "error": None,
+            "diverging_epoch": None,
+            "leader_leo": None,
+        }
+    diverging = message.diverging_epoch
+    return {
+        "status": status,
+        "from": message.src,
+        "current_epoch": message.request_epoch,
+        "fetch_offset": message.fetch_offset,
+        "deadline_ms": None,
+        "records": logmod.render(message.records),
+        "hw": message.hw,
+        "log_start": message.log_start,
+        "error": message.error,
+        "diverging_epoch": None if diverging is None else {"epoch": diverging[0], "end_offset": diverging[1]},
+        "leader_leo": message.leader_leo,
+    }
+
+
+def epoch_answer(message: EpochResponse, status: str) -> dict[str, Any]:
+    """An OffsetsForLeaderEpoch answer as data, field by field (OBS-ANSWER-1)."""
+    return {
+        "status": status,
+        "from": message.src,
+        "current_epoch": message.request_epoch,
+        "requested_epoch": message.requested_epoch,
+        "error": message.error,
+        "epoch": message.epoch,
+        "end_offset": message.end_offset,
+    }
+
+
+def observe_answers(state: State) -> dict[str, Any]:
+    """Per replica, the fetch and the OffsetsForLeaderEpoch answer it is waiting for or
+    just received (OBS-ANSWER-1); None when there is none."""
+    names = state.config.replicas
+    fetch: dict[str, Any] = dict.fromkeys(names)
+    epoch: dict[str, Any] = dict.fromkeys(names)
+    if not (state.parked_fetches or state.fetch_responses or state.epoch_responses or state.delivered):
+        return {"fetch": fetch, "epoch": epoch}  # the common case: nothing to show
+    rank: dict[tuple[str, str], int] = {}
+    # Lowest rank wins: an outstanding answer, then one delivered by this step, then a stale one.
+    for done in state.delivered:
+        status = "dropped" if done.dropped else "delivered"
+        message = done.message
+        if isinstance(message, FetchResponse):
+            fetch[message.dst], rank["fetch", message.dst] = fetch_answer(message, status), 1
+        else:
+            epoch[message.dst], rank["epoch", message.dst] = epoch_answer(message, status), 1
+    for parked in state.parked_fetches:
+        current = parked.incarnation == state.replica(parked.follower).incarnation
+        if rank.get(("fetch", parked.follower), 3) > (0 if current else 2):
+            fetch[parked.follower] = fetch_answer(parked, "parked" if current else "stale")
+            rank["fetch", parked.follower] = 0 if current else 2
+    for response in state.fetch_responses:
+        fetch[response.dst], rank["fetch", response.dst] = fetch_answer(response, "in_flight"), 0
+    for answer in state.epoch_responses:
+        epoch[answer.dst] = epoch_answer(answer, "in_flight")
+    return {"fetch": fetch, "epoch": epoch}
 
 
 def observe(state: State) -> dict[str, Any]:
@@ -106,4 +186,5 @@ def observe(state: State) -> dict[str, Any]:
         "consumer": consumer,
         "epoch_query": epoch_query,
         "in_flight": observe_in_flight(state),
+        "answers": observe_answers(state),
     }

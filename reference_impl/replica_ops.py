@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from . import epoch_cache
 from .draft import Draft
+from .given import log_starting_at
 from .values import evolve
 
 
@@ -26,16 +27,30 @@ def set_hw(d: Draft, replica_id: str, new_hw: int) -> None:
 
 def truncate(d: Draft, replica_id: str, offset: int, *, rule: str) -> None:
     """TRUNC-1: cut the log at ``offset``, drop epoch-cache entries at or above it,
-    and clamp the HW to the new LEO (Kafka ``Log.truncateTo``)."""
+    and clamp the HW to the new LEO (Kafka ``Log.truncateTo``). LOG-START-2: a cut below
+    the log start leaves an empty log that starts at ``offset`` (``truncateFullyAndStartAt``)."""
     replica = d.replica(replica_id)
     d.fire(rule)
     if offset >= replica.leo:
         return
     new_log = replica.log.truncate(offset)
     new_cache = epoch_cache.truncate_from_end(replica.epoch_cache, len(new_log))
-    d.put(evolve(replica, log=new_log, epoch_cache=new_cache))
+    if offset < replica.log_start:
+        d.put(evolve(replica, log=new_log, epoch_cache=new_cache, log_start=len(new_log)))
+        d.fire("LOG-START-2")
+    else:
+        d.put(evolve(replica, log=new_log, epoch_cache=new_cache))
     d.fire("TRUNC-1")
     if new_cache != replica.epoch_cache:
         d.fire("EPOCH-CACHE-2")
     if replica.hw > len(new_log):
         set_hw(d, replica_id, len(new_log))
+
+
+def truncate_fully_and_start_at(d: Draft, replica_id: str, offset: int, *, rule: str) -> None:
+    """LOG-START-3: drop the whole log and start it empty at ``offset`` (Kafka
+    ``UnifiedLog.truncateFullyAndStartAt``): no records, an empty epoch cache, HW at ``offset``."""
+    replica = d.replica(replica_id)
+    d.put(evolve(replica, log=log_starting_at(offset), epoch_cache=(), log_start=offset))
+    d.fire(rule, "LOG-START-3")
+    set_hw(d, replica_id, offset)

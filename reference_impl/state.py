@@ -22,7 +22,7 @@ from .config import Config
 from .epoch_cache import EpochCache
 from .history import History
 from .log import Log, Record
-from .messages import AlterPartition, EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
+from .messages import AlterPartition, Delivered, EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
 from .values import fast_init
 
 
@@ -85,6 +85,9 @@ class Replica:
     incarnation: int
     """How many times the broker restarted: a request's answer reaches only the
     incarnation that sent it (a restarted broker has new connections)."""
+    log_start: int = 0
+    """The log start offset: records below it are gone (LOG-START-1). The log keeps
+    offsets as positions, so it holds ``given.GAP`` placeholders below this."""
 
     @property
     def leo(self) -> int:
@@ -173,6 +176,9 @@ class State:
     """ISR changes proposed by a leader, not yet answered by the controller (ISR-ALTER-*)."""
     epoch_query: EpochQueryOutcome | None = None
     """The answer to the last ``epoch_query`` step (EPOCH-QUERY-*)."""
+    delivered: tuple[Delivered, ...] = ()
+    """The answers the last step delivered (or dropped on arrival): observable for one
+    step (``observe``: ``answers``, OBS-ANSWER-1)."""
 
     def replica(self, replica_id: str) -> Replica:
         return self.replicas[self.config.position[replica_id]]

@@ -9,7 +9,7 @@ from helpers import bundled_fixtures
 from conformance.fixtures import Fixture
 from conformance.in_process import ReferenceAdapter
 from conformance.runner import run_fixture
-from reference_impl import Generation, StepRejected, apply, check, initial_state
+from reference_impl import Generation, StepRejected, apply, check
 
 FIXTURES = bundled_fixtures()
 
@@ -22,7 +22,7 @@ def test_reference_passes(fixture: Fixture) -> None:
 
 
 def _violations(fixture: Fixture) -> list[str]:
-    state = initial_state(fixture.config)
+    state = fixture.start()
     found: list[str] = []
     for fs in fixture.steps:
         before = state
@@ -60,7 +60,7 @@ def test_hw_truncation_stories_break_an_invariant(fixture_id: str, invariant: st
 
 
 def _final_logs(fixture: Fixture) -> dict[str, list[str]]:
-    state = initial_state(fixture.config)
+    state = fixture.start()
     for fs in fixture.steps:
         if fs.expect_rejected is None:
             state = apply(state, fs.step)

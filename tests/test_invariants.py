@@ -38,7 +38,7 @@ def test_incremental_equals_full_on_the_fixtures() -> None:
     """The fixtures include the hw-truncation stories, where invariants break."""
     violated = 0
     for fixture in bundled_fixtures():
-        state = initial_state(fixture.config)
+        state = fixture.start()
         check(state)
         for fs in fixture.steps:
             try:

@@ -128,6 +128,7 @@ def test_an_unsupported_step_field_skips_the_fixture_with_that_reason() -> None:
         description.fields,
         description.replica_fields,
         step_fields={"crash": ("replica",)},
+        initial_state=True,
     )
 
     class Limited(ReferenceAdapter):

@@ -25,6 +25,7 @@ VALUE_MODULES = {
     "epoch_cache",
     "errors",
     "generation",
+    "given",
     "history",
     "hw",
     "initial",

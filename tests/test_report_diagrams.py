@@ -15,7 +15,7 @@ from conformance.reports import html, junit
 from conformance.results import Implementation, run_suite
 from conformance.step_states import reference_observation
 from conformance.zoo.truncation import HwTruncationOnRestartUnderEpochs
-from reference_impl import apply, initial_state, observe
+from reference_impl import apply, observe
 
 FIXTURE = "seed-05a-data-loss-leader-epoch"
 
@@ -31,7 +31,7 @@ def failing_run() -> tuple[Fixture, dict[str, Any]]:
 
 def test_reference_observation_is_the_state_after_that_step() -> None:
     fixture = next(f for f in bundled_fixtures() if f.id == FIXTURE)
-    state = initial_state(fixture.config)
+    state = fixture.start()
     for fs in fixture.steps[:4]:
         state = apply(state, fs.step)
     assert reference_observation(fixture, 3) == observe(state)

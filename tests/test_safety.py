@@ -19,7 +19,7 @@ FIXTURES, _ = load_fixtures([FIXTURES_DIR])
 
 def test_the_reference_is_safe_on_every_fixture() -> None:
     for fixture in FIXTURES:
-        state = initial_state(fixture.config)
+        state = fixture.start()
         monitor = SafetyMonitor(fixture.config.replicas, fixture.generation.value)
         produced = 0
         for fs in fixture.steps:

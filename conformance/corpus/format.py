@@ -1,8 +1,8 @@
 """The corpus line: one trace as one JSON object, and its conversion to a runnable ``Fixture``.
 
-A corpus line carries what a fixture file carries (config, steps, the observation
-expected after each step) plus provenance, in a form that is cheap to store a million
-times over::
+A corpus line carries what a fixture file carries (config, optionally the ``initial``
+state to start from, steps, the observation expected after each step) plus provenance,
+in a form that is cheap to store a million times over::
 
     {"corpus": 1, "id": "s1-42", "shape": "crash-mid-fetch",
      "config": {"replicas": ["A", "B", "C"], "generation": "leader-epoch", ...},
@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import reference_impl
-from reference_impl import ConfigError, StepFormatError, config_from_dict, step_from_dict
+from reference_impl import ConfigError, InitialStateError, StepFormatError, config_from_dict, step_from_dict
+from reference_impl.given import normalise
 
 from ..fixtures import Fixture, FixtureStep
 from ..runner import RuleTrace
@@ -165,6 +166,13 @@ def record_to_trace(record: Any, file: str, line: int) -> Trace:
         config = config_from_dict(config_data)
     except ConfigError as exc:
         raise bad(f"config.{exc.field}", exc.message) from None
+    initial: dict[str, Any] | None = None
+    if record.get("initial") is not None:
+        try:
+            initial = normalise(config, record["initial"])
+            reference_impl.initial_state(config, initial)
+        except InitialStateError as exc:
+            raise bad(f"initial.{exc.field}", exc.message) from None
     raw_steps = record.get("steps")
     if not isinstance(raw_steps, list) or not raw_steps:
         raise bad("steps", "must be a non-empty list")
@@ -246,6 +254,7 @@ def record_to_trace(record: Any, file: str, line: int) -> Trace:
         path=file,
         line=line,
         group=shape,
+        initial=initial,
     )
     fresh = has_rules and provenance.get("version", reference_impl.__version__) == reference_impl.__version__
     return Trace(fixture, rules if fresh else None, provenance)

@@ -31,10 +31,12 @@ BUDGET = 400
 """Candidate runs per trace at most."""
 
 
-def candidate(config: Config, dos: Sequence[dict[str, Any]], trace_id: str) -> Fixture | None:
-    """``dos`` as a fixture expecting the reference's observation after the last step;
-    None if the reference refuses one of the steps."""
-    state = initial_state(config)
+def candidate(
+    config: Config, dos: Sequence[dict[str, Any]], trace_id: str, initial: dict[str, Any] | None = None
+) -> Fixture | None:
+    """``dos`` as a fixture (from the given ``initial`` state, if any) expecting the
+    reference's observation after the last step; None if the reference refuses one of the steps."""
+    state = initial_state(config, initial)
     steps = []
     for i, do in enumerate(dos):
         step = step_from_dict(do)
@@ -56,6 +58,7 @@ def candidate(config: Config, dos: Sequence[dict[str, Any]], trace_id: str) -> F
         config=config,
         steps=tuple(steps),
         path="(shrinking)",
+        initial=initial,
     )
 
 
@@ -68,7 +71,7 @@ def shrink(trace: Trace, adapter: Adapter, description: Description, impl: str, 
     def fails(steps: Sequence[dict[str, Any]]) -> Fixture | None:
         nonlocal runs
         runs += 1
-        fixture = candidate(config, steps, trace.fixture.id)
+        fixture = candidate(config, steps, trace.fixture.id, trace.fixture.initial)
         if fixture is None:
             return None
         result = run_fixture(adapter, description, fixture, impl)
@@ -111,6 +114,7 @@ def fixture_yaml(fixture: Fixture, impl: str, origin: str, reason: str) -> str:
         "description": f"Shrunk by kconform replay --save-failures. The original failure: {reason}",
         "tags": ["corpus", "shrunk"],
         "config": config,
+        **({"initial": fixture.initial} if fixture.initial is not None else {}),
         "steps": steps,
     }
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=120)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from reference_impl import StepRejected, apply, initial_state, observe
+from reference_impl import StepRejected, apply, observe
 
 from ..explain import action_text, explain_rows
 from ..fixtures import Fixture
@@ -24,7 +24,7 @@ from .draw import Frame, frame_width, replica_ids, scale_cells, step_svg, strip_
 def fixture_frames(fixture: Fixture) -> list[Frame]:
     """The initial state and the state after each step, as the reference computes them
     (each frame knows the state before it, to show what a step removed)."""
-    state = initial_state(fixture.config)
+    state = fixture.start()
     frames = [Frame(observe(state), "start", _config_line(fixture))]
     for fs in fixture.steps:
         title = f"step {fs.number}: {action_text(fs.do)}"

@@ -90,9 +90,9 @@ class Mutant(ReferenceAdapter):
                     stack.enter_context(mock.patch.object(owner, attribute, replacement))
             yield
 
-    def reset(self, config: dict[str, Any]) -> None:
+    def reset(self, config: dict[str, Any], initial: dict[str, Any] | None = None) -> None:
         with self.patched():
-            super().reset({**config, **self.config})
+            super().reset({**config, **self.config}, initial)
         if self._state is None:
             return
         if self.profile and config.get("generation") in self.member.generations:

@@ -67,9 +67,9 @@ class ParkedFetchAnswersArrivalHw(Mutant):
         super().__init__(name)
         self._arrival_hw: dict[ParkedFetch, int] = {}
 
-    def reset(self, config: dict[str, Any]) -> None:
+    def reset(self, config: dict[str, Any], initial: dict[str, Any] | None = None) -> None:
         self._arrival_hw = {}
-        super().reset(config)
+        super().reset(config, initial)
 
     def after(self, before: State, after: State, step: dict[str, Any]) -> State:
         for parked in after.parked_fetches:
