@@ -28,8 +28,8 @@ PROPERTIES: dict[str, str] = {
     "(LeaderHwMonotonic)",
     "SAFE-EPOCHS-INCREASE": "the controller's epoch and each replica's known epoch never decrease (EpochsIncrease)",
     "SAFE-ONE-LEADER": "no two online replicas lead the same epoch (OneLeaderPerEpoch)",
-    "SAFE-STRONG-ISR": "every online ISR member holds the current leader's records below the leader's hw, unless a "
-    "power failure happened (StrongIsr)",
+    "SAFE-STRONG-ISR": "every online ISR member holds the current leader's records below the leader's hw (after a "
+    "power failure it may lack some, not hold others) (StrongIsr)",
     "SAFE-ACKED": "records acknowledged to an acks=all producer or returned to a consumer stay in the current "
     "leader's log at their offsets, unless an unclean election or a power failure happened (AckedNotLost)",
     "SAFE-CONSUMER-BELOW-HW": "a consumer gets only records below the leader's hw (ConsumerBelowHw)",
@@ -60,7 +60,7 @@ class SafetyMonitor:
     guarantee_given_up: str = ""
     """Why SAFE-ACKED no longer applies (an unclean election, a power failure)."""
     power_failure: bool = False
-    """A power failure happened: SAFE-STRONG-ISR no longer applies either."""
+    """A power failure happened: an ISR member may lack records (SAFE-STRONG-ISR)."""
     _pending: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
     _acks_all: set[str] = field(default_factory=set)
 
@@ -68,15 +68,13 @@ class SafetyMonitor:
         """The findings of this step (empty when every property holds)."""
         before = self.previous
         self._history(step, before, obs)
-        out = list(_state_findings(obs, self.replicas))
+        out = list(_state_findings(obs, self.replicas, self.power_failure))
         if before is not None:
             out += _transition_findings(before, obs)
         if step.get("kind") == "consume":
             out += _consumer_findings(obs)
         out += self._acked_findings(obs)
         weak = WEAK_GENERATIONS.get(self.generation, frozenset())
-        if self.power_failure:
-            weak |= {"SAFE-STRONG-ISR"}
         self.previous = dict(obs)
         return [f for f in out if f.property not in weak]
 
@@ -184,7 +182,7 @@ def _int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _state_findings(obs: Mapping[str, Any], replicas: Sequence[str]) -> Iterator[Finding]:
+def _state_findings(obs: Mapping[str, Any], replicas: Sequence[str], lost_tails: bool = False) -> Iterator[Finding]:
     reps = obs.get("replicas")
     reps = reps if isinstance(reps, Mapping) else {}
     for name, rep in reps.items():
@@ -227,6 +225,8 @@ def _state_findings(obs: Mapping[str, Any], replicas: Sequence[str]) -> Iterator
                 lstart, mstart = _start(lrep), _start(mrep)
                 first = max(lstart, mstart)  # nothing is compared below a log start
                 theirs, ours = mlog[first - mstart : hw - mstart], log[first - lstart : hw - lstart]
+                if lost_tails and len(theirs) < len(ours) and ours[: len(theirs)] == theirs:
+                    continue  # after a power failure a member may lack records, not hold others
                 if first < hw and theirs != ours:
                     yield Finding(
                         "SAFE-STRONG-ISR",

@@ -47,11 +47,11 @@ def hw_le_leo(state: State) -> list[Violation]:
 def strong_isr(state: State) -> list[Violation]:
     """StrongIsr: every live ISR member holds exactly the leader's records below the
     leader's HW. This is what makes any ISR member a safe leader (TLA+ ``StrongIsr``).
-    A power failure gives it up, as it does AckedNotLost: a broker that lost its unflushed
-    tail is still in the ISR when it restarts (Kafka's unclean shutdown; KIP-966)."""
+    After a power failure a member may merely *lack* records (its log a prefix of the
+    leader's, shorter than the HW): it lost its unflushed tail and is still in the ISR when
+    it restarts (Kafka's unclean shutdown; KIP-966). Holding different records is still a
+    violation (KIP-101's divergence)."""
     out: list[Violation] = []
-    if state.power_failures:
-        return out
     leader_id = state.controller.leader
     if leader_id is None:  # only the controller's leader can be the current leader
         return out
@@ -63,6 +63,8 @@ def strong_isr(state: State) -> list[Violation]:
         if name == leader.id or not member.online:
             continue
         if not _same_below(member, leader):
+            if state.power_failures and member.leo < leader.hw and _lacks_only(member, leader):
+                continue  # a lost tail, not a divergence
             out.append(
                 Violation(
                     "StrongIsr",
@@ -70,6 +72,16 @@ def strong_isr(state: State) -> list[Violation]:
                 )
             )
     return out
+
+
+def _lacks_only(member: Replica, leader: Replica) -> bool:
+    """The member's log is a prefix of the leader's (it lacks records, holds no others)."""
+    if member.log_start or leader.log_start:
+        start = max(member.log_start, leader.log_start)
+        mine = [r.render() for r in member.log][start - member.log_start :]
+        theirs = [r.render() for r in leader.log][start - leader.log_start : member.leo - leader.log_start]
+        return mine == theirs
+    return member.log.same_prefix(leader.log, member.leo)
 
 
 def _same_below(member: Replica, leader: Replica) -> bool:
