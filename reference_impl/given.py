@@ -24,7 +24,7 @@ from .config import Config
 from .epoch_cache import EpochCache
 from .errors import KconformModelError
 from .log import Log, Record
-from .state import Controller, FetchState, FollowerProgress, Replica, Role, State, empty_committed, empty_produces
+from .state import Controller, FetchState, FollowerProgress, Replica, Role, State, state_at_start
 
 REPLICA_KEYS = (
     "online",
@@ -371,23 +371,7 @@ def given_state(config: Config, data: Mapping[str, Any]) -> State:
                 log_start=g.log_start,
             )
         )
-    state = State(
-        config=config,
-        clock_ms=0,
-        replicas=tuple(replicas),
-        controller=partition,
-        fetch_responses=(),
-        parked_fetches=(),
-        epoch_responses=(),
-        leader_and_isr=(),
-        pending_produces=(),
-        produces=empty_produces(),
-        consumed=None,
-        unclean_elections=0,
-        power_failures=0,
-        committed=empty_committed(),
-        fired=(),
-    )
+    state = state_at_start(config, tuple(replicas), partition)
     violations = check(state)
     if violations:
         raise InitialStateError("(initial)", f"not a state a partition can be in: {violations[0]} (INIT-1)")

@@ -15,7 +15,7 @@ from typing import Any
 from . import epoch_cache
 from .config import Config
 from .log import Log
-from .state import Controller, FetchState, FollowerProgress, Replica, Role, State, empty_committed, empty_produces
+from .state import Controller, FetchState, FollowerProgress, Replica, Role, State, state_at_start
 
 
 def initial_state(config: Config, initial: Mapping[str, Any] | None = None) -> State:
@@ -66,20 +66,4 @@ def initial_state(config: Config, initial: Mapping[str, Any] | None = None) -> S
                 incarnation=0,
             )
         )
-    return State(
-        config=config,
-        clock_ms=0,
-        replicas=tuple(replicas),
-        controller=Controller(leader=leader_id, epoch=0, isr=tuple(config.replicas)),
-        fetch_responses=(),
-        parked_fetches=(),
-        epoch_responses=(),
-        leader_and_isr=(),
-        pending_produces=(),
-        produces=empty_produces(),
-        consumed=None,
-        unclean_elections=0,
-        power_failures=0,
-        committed=empty_committed(),
-        fired=(),
-    )
+    return state_at_start(config, tuple(replicas), Controller(leader=leader_id, epoch=0, isr=tuple(config.replicas)))

@@ -214,6 +214,28 @@ def empty_committed() -> History[tuple[int, str, int]]:
     return History(_offset)  # found by offset (cheap to hash), compared whole
 
 
+def state_at_start(config: Config, replicas: tuple[Replica, ...], controller: Controller) -> State:
+    """A partition at time 0 with these replicas and controller record: nothing in flight,
+    no produce or consume yet (the one place both ways of starting build it)."""
+    return State(
+        config=config,
+        clock_ms=0,
+        replicas=replicas,
+        controller=controller,
+        fetch_responses=(),
+        parked_fetches=(),
+        epoch_responses=(),
+        leader_and_isr=(),
+        pending_produces=(),
+        produces=empty_produces(),
+        consumed=None,
+        unclean_elections=0,
+        power_failures=0,
+        committed=empty_committed(),
+        fired=(),
+    )
+
+
 __all__ = [
     "ConsumeOutcome",
     "Controller",
@@ -226,4 +248,5 @@ __all__ = [
     "Replica",
     "Role",
     "State",
+    "state_at_start",
 ]
