@@ -112,13 +112,17 @@ class Frontier:
 
     def step(self, step: Step, main: State | None, internal: bool = False) -> None:
         """Apply a visible step (or, ``internal``, one the implementation did by itself)."""
-        self._pending.append((step, main, internal))
+        self._pending.append(("step", step, main, internal))
+
+    def include(self, state: State) -> None:
+        """Add ``state`` to the set (first) if it is not there already."""
+        self._pending.append(("include", state))
 
     def keep(self, expected: dict[str, Any], observed: dict[str, Any]) -> None:
         """Keep the states that show ``observed`` on the fields ``expected`` names, where
         ``observed`` already equals ``expected`` there (so some state matches: no verdict
         to give, the filtering can wait)."""
-        self._pending.append((expected, observed))
+        self._pending.append(("keep", expected, observed))
 
     def match(self, expected: dict[str, Any], observed: dict[str, Any]) -> bool:
         """Whether some state shows ``observed`` on the fields ``expected`` names; keep those."""
@@ -129,11 +133,14 @@ class Frontier:
         if self._states is None:
             self._states = self._expand([self._start])
         pending, self._pending = self._pending, []
-        for op in pending:
-            if len(op) == 3:
-                self._step_now(*op)
+        for kind, *args in pending:
+            if kind == "step":
+                self._step_now(*args)
+            elif kind == "include":
+                if args[0] not in self._states:
+                    self._states.insert(0, args[0])
             else:
-                self._filter(*op)
+                self._filter(*args)
         return self._states
 
     def _step_now(self, step: Step, main: State | None, internal: bool) -> None:

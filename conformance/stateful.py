@@ -300,8 +300,8 @@ class Judge:
             self.frontier.step(chosen, after_step)
             for extra in internal:
                 self.frontier.step(extra, None, internal=True)
-            if internal and self.state not in self.frontier.states:
-                self.frontier.states.insert(0, self.state)
+            if internal:
+                self.frontier.include(self.state)
             flight = reference["in_flight"]
             if any(flight[k] for k in ("fetch_responses", "epoch_responses", "leader_and_isr")):
                 return True
