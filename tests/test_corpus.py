@@ -17,7 +17,7 @@ from corpus_helpers import BROKEN, cli, make_corpus, outcomes, per_trace, replay
 from conformance.cli import main
 from conformance.corpus.aggregate import document
 from conformance.corpus.format import CorpusLineError, apply_changes, diff_observations, dumps, parse_line
-from conformance.corpus.generate import generate_trace, parse_mix
+from conformance.corpus.generate import generate_trace, parse_mix, reference_revision
 from conformance.corpus.reading import plan_splits
 from conformance.corpus.replay import ReplayTask, replay_split
 from conformance.fixtures import load_fixture_file, load_fixtures
@@ -85,6 +85,7 @@ def test_any_trace_regenerates_alone(tmp_path: Path) -> None:
     assert (tmp_path / "one" / "part-00000.jsonl").read_text().strip() == lines[4]
     manifest = json.loads((tmp_path / "all" / "corpus-manifest.json").read_text())
     assert manifest["traces"] == 6 and manifest["seed"] == 5 and manifest["parts"][0]["traces"] == 6
+    assert manifest["reference_revision"] == reference_revision() and len(manifest["reference_revision"]) == 16
 
 
 def test_shape_weights_choose_the_mix() -> None:

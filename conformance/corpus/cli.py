@@ -26,7 +26,7 @@ from ..registry import UnknownImplementation, resolve
 from ..results import write_document
 from .aggregate import FIRST_FAILURES, Aggregate, document, merge, outcome_totals, unexpected
 from .backends import BACKENDS, run_tasks
-from .generate import DEFAULT_MIX, GenerateError, PartTask, parse_mix, write_part
+from .generate import DEFAULT_MIX, GenerateError, PartTask, parse_mix, reference_revision, write_part
 from .progress import Progress
 from .reading import MANIFEST, SPLIT_LINES, CorpusError, corpus_files, count_lines, manifest, plan_splits
 from .replay import ReplayTask, import_roots, replay_split
@@ -263,6 +263,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         steps=steps,
         shapes=mix,
         recorded_from=args.record_from or "reference",
+        reference_revision=reference_revision(),
     )
     (out / MANIFEST).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
     print(
