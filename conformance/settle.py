@@ -15,6 +15,12 @@ with up to ``INTERNAL_BOUND`` internal steps after each of them. Internal steps 
 At a checkpoint the set keeps the states whose outcome fields match the implementation's
 observation; none matching is a ``settled`` failure (the set is then left as it was, so the
 run goes on). The set is capped at ``FRONTIER_CAP`` states, the plain reference path first.
+
+Acceptance is judged the same way (``decide``): an implementation that refuses a step the
+reference performs (or performs one it refuses) is not at fault if some state of the set
+does the same, as after an early answer its ISR may legitimately differ when an ``elect``
+comes. The set then keeps those states and leaves the reference's own path for good
+(``detached``): later steps move only the states that agree with what was shown.
 """
 
 from __future__ import annotations
@@ -91,6 +97,9 @@ class Frontier:
         """The reference's own state before the next step: its successor is given to
         ``step`` as ``main``, so it is not computed twice (a second computation would copy
         the logs and make every later comparison cost the log's length)."""
+        self.detached = False
+        """The implementation accepted or refused a step where the reference's own path did
+        the opposite (``decide``): that path is no longer in the set nor added back."""
 
     @property
     def states(self) -> list[State]:
@@ -118,6 +127,32 @@ class Frontier:
         """Add ``state`` to the set (first) if it is not there already."""
         self._pending.append(("include", state))
 
+    def refuse(self, step: Step) -> None:
+        """A step the implementation and the reference both refused: keep the states that
+        refuse it too (the reference's own state among them)."""
+        self._pending.append(("refuse", step))
+
+    def decide(self, step: Step, performed: bool) -> bool:
+        """At a step the implementation ``performed`` (or refused) where the reference's own
+        path did the opposite: whether some state of the set does the same; if so the set
+        keeps those (moved by the step when performed) and is ``detached``. Otherwise the set
+        is left as it was (a ``settled`` failure: the caller says so)."""
+        agree = []
+        for s in self._flush():
+            try:
+                after = apply(s, step)
+            except StepRejected:
+                if not performed:
+                    agree.append(s)
+                continue
+            if performed:
+                agree.append(after)
+        if not agree:
+            return False
+        self._states = self._expand(list(dict.fromkeys(agree))) if performed else agree
+        self._main, self.detached = None, True
+        return True
+
     def keep(self, expected: dict[str, Any], observed: dict[str, Any]) -> None:
         """Keep the states that show ``observed`` on the fields ``expected`` names, where
         ``observed`` already equals ``expected`` there (so some state matches: no verdict
@@ -137,8 +172,10 @@ class Frontier:
             if kind == "step":
                 self._step_now(*args)
             elif kind == "include":
-                if args[0] not in self._states:
+                if not self.detached and args[0] not in self._states:
                     self._states.insert(0, args[0])
+            elif kind == "refuse":
+                self._states = [s for s in self._states if _refuses(s, args[0])]
             else:
                 self._filter(*args)
         return self._states
@@ -156,9 +193,9 @@ class Frontier:
                 continue
         if internal:
             moved += self._states  # it may have happened earlier, already
-        if main is not None and main not in moved:
+        if main is not None and not self.detached and main not in moved:
             moved.insert(0, main)
-        self._main = main
+        self._main = None if self.detached else main
         self._states = self._expand(list(dict.fromkeys(moved)))
 
     def _filter(self, expected: dict[str, Any], observed: dict[str, Any]) -> bool:
@@ -168,6 +205,14 @@ class Frontier:
             self._states = keep
             return True
         return False
+
+
+def _refuses(state: State, step: Step) -> bool:
+    try:
+        apply(state, step)
+    except StepRejected:
+        return True
+    return False
 
 
 def _restrict(obs: Any, shape: Any) -> Any:

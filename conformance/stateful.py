@@ -263,12 +263,12 @@ class Judge:
         except AdapterError as exc:
             self.fail("error:step", f"step {number} {do}: the implementation failed: {exc.message}")
         if answer.rejected is not None:
-            if self.level == "safety":
+            if self.level == "safety" or self._settles(chosen, performed=False):
                 return True
             self.fail(
                 f"{self.level}:(step)",
                 f"step {number} {do}: rejected by the implementation ({answer.rejected}), "
-                f"the reference performs it [rules: {fired}]",
+                f"the reference performs it{self._unreached} [rules: {fired}]",
             )
         description = self.description
         observed = answer.observation or {}
@@ -297,7 +297,14 @@ class Judge:
         expected = comparable(base, description)
         if self.level == "settled":
             assert self.frontier is not None
-            self.frontier.step(chosen, after_step)
+            if not self.frontier.detached:
+                self.frontier.step(chosen, after_step)
+            elif not self.frontier.decide(chosen, performed=True):
+                self.fail(
+                    f"{self.level}:(step)",
+                    f"step {number} {do}: performed by the implementation and the reference, but refused by every "
+                    "reference state the earlier steps can reach (the run had left the reference's own path)",
+                )
             for extra in internal:
                 self.frontier.step(extra, None, internal=True)
             if internal:
@@ -334,13 +341,34 @@ class Judge:
         except AdapterError as exc2:
             self.fail("error:step", f"step {number} {do}: the implementation failed: {exc2.message}")
         if answer.rejected is None:
+            if not self._settles(chosen, performed=True):
+                self.fail(
+                    f"{self.level}:(refused)",
+                    f"step {number} {do}: the reference refuses it ({exc.rule}: {exc.reason}), "
+                    f"the implementation performs it{self._unreached}",
+                    (exc.rule,),
+                )
+        elif self.frontier is not None and not self.frontier.detached:
+            self.frontier.refuse(chosen)  # as the reference's own path does: no verdict to give
+        elif self.frontier is not None and not self.frontier.decide(chosen, performed=False):
             self.fail(
-                f"{self.level}:(refused)",
-                f"step {number} {do}: the reference refuses it ({exc.rule}: {exc.reason}), "
-                f"the implementation performs it",
+                f"{self.level}:(step)",
+                f"step {number} {do}: refused by the implementation and the reference, but performed by every "
+                "reference state the earlier steps can reach (the run had left the reference's own path)",
                 (exc.rule,),
             )
         return True
+
+    @property
+    def _unreached(self) -> str:
+        return " (and so does every reference state the visible steps can reach)" if self.frontier else ""
+
+    def _settles(self, step: Step, performed: bool) -> bool:
+        """At level settled, where the implementation ``performed`` (or refused) ``step``
+        unlike the reference's own path (or after the run left that path): whether some
+        reference state the visible steps can reach does the same (``Frontier.decide``; the
+        run then goes on from those states)."""
+        return self.frontier is not None and self.frontier.decide(step, performed)
 
     def replay(self, config: Config, steps: list[Step]) -> Disagreement | None:
         """Run ``steps`` from a reset (skipping those the reference rejects); the failure, if any."""

@@ -4,6 +4,7 @@ a Kafka engineer would give; coarsening, conventions and levels do what they say
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -155,3 +156,17 @@ def test_the_zoo_is_caught_at_settled_except_the_timing_difference() -> None:
             assert failed == [] and highest_level([r.levels for r in results]) == "settled"
         else:
             assert failed, f"{name} passes settled"
+
+
+EARLY_ELECT = Path(__file__).parent / "data" / "early-answer-then-elect.yaml"
+
+
+def test_a_step_refused_as_some_reachable_reference_state_refuses_it_is_no_settled_failure() -> None:
+    """After an early fetch answer the ISR may legitimately differ, so an elect the reference
+    performs is refused: exact fails there, settled goes on from the states that refuse it."""
+    fixtures, _ = load_fixtures([EARLY_ELECT])
+    (result,) = run_fixtures(resolve("shape-early-answer"), "early", fixtures, level="settled")[1]
+    assert result.outcome == "passed" and result.levels == {"exact": "failed", "settled": "passed", "safety": "passed"}
+    assert [(f["step"], f["level"], f["field"]) for f in result.failures] == [(8, "exact", "(step)")]
+    (reference,) = run_fixtures(ReferenceAdapter(), "reference", fixtures)[1]
+    assert reference.outcome == "passed"

@@ -12,9 +12,11 @@ from conformance.fixtures import load_fixture_file
 from conformance.in_process import ReferenceAdapter
 from conformance.registry import resolve
 from conformance.runner import run_fixtures
+from conformance.settle import Frontier
 from conformance.stateful import fuzz, fuzz_all, witness_fixture
 from conformance.zoo import ZOO
-from reference_impl import Generation
+from reference_impl import Generation, apply, initial_state, observe
+from reference_impl.steps import Elect
 
 
 def test_reference_adapter_agrees_with_the_reference() -> None:
@@ -90,3 +92,38 @@ def _loads(text: str) -> list[object]:
         path = Path(tmp) / "w.yaml"
         path.write_text(text)
         return list(load_fixture_file(path))
+
+
+class RefusesElections(ReferenceAdapter):
+    """Refuses every election: no reference state the visible steps reach does that."""
+
+    def step(self, step: dict[str, Any]) -> StepResult:
+        if step["kind"] == "elect":
+            return StepResult(rejected="no elections here")
+        return super().step(step)
+
+
+def test_settled_judges_acceptance_against_every_reachable_reference_state() -> None:
+    """An implementation answering a parked fetch early may legitimately refuse an elect the
+    reference's own path performs (its ISR differs: tests/data/early-answer-then-elect.yaml
+    was this run's false alarm); one that refuses what no reachable state refuses still fails."""
+    early = fuzz_all(resolve("shape-early-answer"), Generation.DIVERGING_EPOCH, examples=60, seed=1, level="settled")
+    assert [f.reason for f in early.failures] == []
+    wrong = fuzz_all(RefusesElections(), Generation.DIVERGING_EPOCH, examples=60, seed=1, level="settled")
+    assert [f.signature for f in wrong.failures] == ["settled:(step)"]
+    assert "the reference performs it (and so does every reference state" in wrong.failures[0].reason
+
+
+def test_a_detached_frontier_keeps_only_the_states_that_agree() -> None:
+    fixture = load_fixture_file(Path(__file__).parent / "data" / "early-answer-then-elect.yaml")[0]
+    state = initial_state(fixture.config)
+    frontier = Frontier(state, ())
+    for fs in fixture.steps[:-1]:
+        state = apply(state, fs.step)
+        frontier.step(fs.step, state)
+    elect_a, elect_c = fixture.steps[-1].step, Elect("C")
+    assert not frontier.decide(elect_c, performed=True) and not frontier.detached  # C is in no reachable ISR
+    assert frontier.decide(elect_a, performed=False) and frontier.detached
+    assert all(observe(s)["isr"] == ["B"] for s in frontier.states)
+    frontier.step(elect_c, None)  # refused by every state left: the set is empty, whatever the reference did
+    assert frontier.states == []
