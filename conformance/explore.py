@@ -210,12 +210,14 @@ def replay(
     result: Exploration,
     on_path: Callable[[int], None] | None = None,
     first: bool = False,
+    tree: Edges | None = None,
 ) -> Disagreement | None:
     """Replay every leaf path on ``adapter`` against the reference; keep the shortest
     disagreement (its prefix up to the first differing step). ``first``: stop at the
-    first disagreement (a kill is enough: ``kconform sensitivity``)."""
+    first disagreement (a kill is enough: ``kconform sensitivity``). ``tree``: ``edges(parents)``,
+    if already computed."""
     if isinstance(adapter, ReferenceAdapter):
-        best = _replay_rewinding(adapter, config, parents, result, first)
+        best = _replay_rewinding(adapter, config, parents, result, first, tree=tree)
         result.disagreement = best
         return best
     description = adapter.describe()
@@ -245,6 +247,7 @@ def _replay_rewinding(
     result: Exploration,
     first: bool,
     refused: bool = True,
+    tree: Edges | None = None,
 ) -> Disagreement | None:
     """``replay`` for an in-process implementation whose state is an immutable value: the
     search tree breadth-first, each edge stepped once from the implementation's state at
@@ -255,13 +258,7 @@ def _replay_rewinding(
     (``refused``): it must refuse them too."""
     description = adapter.describe()
     supported = set(description.steps)
-    children: dict[State, list[tuple[Step, State]]] = {}
-    root = None
-    for child, (parent, step) in parents.items():
-        if parent is None or step is None:
-            root = child
-        else:
-            children.setdefault(parent, []).append((step, child))
+    root, children = tree if tree is not None else edges(parents)
     if root is None:
         return None
     try:
@@ -269,6 +266,7 @@ def _replay_rewinding(
     except AdapterError as exc:
         return Disagreement((), "(reset)", "accepted", exc.message, f"reset failed: {exc.message}")
     level: list[tuple[State, State | None, tuple[Step, ...]]] = [(root, adapter.state, ())]
+    advance = _advancer(adapter)
     best: Disagreement | None = None
     while level and best is None:
         following: list[tuple[State, State | None, tuple[Step, ...]]] = []
@@ -276,12 +274,20 @@ def _replay_rewinding(
             for step in refused_steps(node) if refused and len(path) < REFUSED_DEPTH else ():
                 if step.kind not in supported:
                     continue
-                adapter.state = mine
-                try:
-                    answer = adapter.step(wire_step(step, len(node.produces)))
-                except AdapterError:
-                    answer = None
-                if answer is not None and answer.rejected is None:
+                if advance is not None and mine is not None:
+                    try:
+                        advance(mine, step)
+                        performed = True
+                    except StepRejected:
+                        performed = False
+                else:
+                    adapter.state = mine
+                    try:
+                        answer = adapter.step(wire_step(step, len(node.produces)))
+                    except AdapterError:
+                        answer = None
+                    performed = answer is not None and answer.rejected is None
+                if performed:
                     best = Disagreement(
                         (*path, step),
                         "(refused)",
@@ -294,30 +300,17 @@ def _replay_rewinding(
                 if first:
                     return best
                 break
-            for step, child in children.get(node, ()):
+            for step, child in children.get(id(node), ()):
                 if step.kind not in supported:
                     continue
                 done = (*path, step)
-                adapter.state = mine
-                try:
-                    answer = adapter.step(wire_step(step, len(node.produces)))
-                except AdapterError as exc:
-                    return Disagreement(
-                        done, "(step)", "an observation", exc.message, f"the implementation failed: {exc.message}"
-                    )
                 result.paths_replayed += 1
-                if answer.rejected is not None:
-                    found = Disagreement(
-                        done, "(step)", "accepted", f"rejected: {answer.rejected}", "rejected an enabled step"
-                    )
+                if advance is not None and mine is not None:
+                    found = _advance_one(advance, description, mine, step, child, done, following)
                 else:
-                    expected = comparable(observe(child), description)
-                    diff = first_divergence(expected, answer.observation or {})
-                    if diff is None:
-                        following.append((child, adapter.state, done))
-                        continue
-                    reason = f"{diff.path}: reference {diff.expected!r}, implementation {diff.actual!r}"
-                    found = Disagreement(done, diff.path, diff.expected, diff.actual, reason)
+                    found = _step_one(adapter, description, mine, node, step, child, done, following)
+                if found is None:
+                    continue
                 best = found  # the first at the shallowest depth: a shortest one
                 if first:
                     return best
@@ -326,6 +319,84 @@ def _replay_rewinding(
                 break
         level = following
     return best
+
+
+Advance = Callable[[State, Step], State]
+
+
+def _advancer(adapter: Adapter) -> Advance | None:
+    """How to move an in-process implementation's state without observing it: a zoo
+    member's ``advance``, the reference's ``apply``; None for any other implementation."""
+    advance = getattr(adapter, "advance", None)
+    if callable(advance):
+        return advance  # type: ignore[no-any-return]
+    return apply if type(adapter) is ReferenceAdapter else None
+
+
+Level = list[tuple[State, State | None, tuple[Step, ...]]]
+
+
+def _advance_one(
+    advance: Advance, description: Any, mine: State, step: Step, child: State, done: tuple[Step, ...], following: Level
+) -> Disagreement | None:
+    """One edge of the tree on an implementation moved by ``advance``: its state is
+    compared with the reference's, and the observations only where the states differ."""
+    try:
+        after = advance(mine, step)
+    except StepRejected as exc:
+        return Disagreement(done, "(step)", "accepted", f"rejected: {exc.reason}", "rejected an enabled step")
+    if _key(after) != child:
+        diff = first_divergence(comparable(observe(child), description), observe(after))
+        if diff is not None:
+            reason = f"{diff.path}: reference {diff.expected!r}, implementation {diff.actual!r}"
+            return Disagreement(done, diff.path, diff.expected, diff.actual, reason)
+    following.append((child, after, done))
+    return None
+
+
+def _step_one(
+    adapter: ReferenceAdapter,
+    description: Any,
+    mine: State | None,
+    node: State,
+    step: Step,
+    child: State,
+    done: tuple[Step, ...],
+    following: Level,
+) -> Disagreement | None:
+    """One edge of the tree through the adapter's ``step`` (from its state put back)."""
+    adapter.state = mine
+    try:
+        answer = adapter.step(wire_step(step, len(node.produces)))
+    except AdapterError as exc:
+        return Disagreement(done, "(step)", "an observation", exc.message, f"the implementation failed: {exc.message}")
+    if answer.rejected is not None:
+        return Disagreement(done, "(step)", "accepted", f"rejected: {answer.rejected}", "rejected an enabled step")
+    expected = comparable(observe(child), description)
+    diff = first_divergence(expected, answer.observation or {})
+    if diff is None:
+        following.append((child, adapter.state, done))
+        return None
+    reason = f"{diff.path}: reference {diff.expected!r}, implementation {diff.actual!r}"
+    return Disagreement(done, diff.path, diff.expected, diff.actual, reason)
+
+
+Edges = tuple[State | None, dict[int, list[tuple[Step, State]]]]
+"""A search tree as its root and each state's outgoing edges, by the state's ``id`` (the
+tree keeps every state alive; hashing a state is what costs)."""
+
+
+def edges(parents: dict[State, tuple[State | None, Step | None]]) -> Edges:
+    """``parents`` turned around, for replaying the tree from its root (``replay``: compute
+    once, give to each implementation replayed on the same tree)."""
+    children: dict[int, list[tuple[Step, State]]] = {}
+    root = None
+    for child, (parent, step) in parents.items():
+        if parent is None or step is None:
+            root = child
+        else:
+            children.setdefault(id(parent), []).append((step, child))
+    return root, children
 
 
 def _covers(prefix: tuple[Step, ...], path: tuple[Step, ...]) -> bool:

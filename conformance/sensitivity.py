@@ -13,11 +13,12 @@ import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from reference_impl import Config, Generation, State, Step, StepRejected, apply, initial_state
 
-from .explore import Exploration, explore, replay
+from .explore import Edges, Exploration, edges, explore, replay
 from .fixtures import Fixture
 from .runner import FixtureResult, reference_trace, run_fixtures
 from .zoo import Member
@@ -188,6 +189,11 @@ class Explored:
     def name(self) -> str:
         return f"explore:{self.config.generation.value}:{self.search}"
 
+    @cached_property
+    def edges(self) -> Edges:
+        """The tree from its root, computed once for every member replayed on it."""
+        return edges(self.tree)
+
 
 @dataclass(frozen=True)
 class Search:
@@ -246,7 +252,7 @@ def explore_kills(member: Member, trees: Sequence[Explored]) -> list[Kill]:
     for explored in trees:
         adapter = member.build()
         try:
-            found = replay(adapter, explored.config, explored.tree, explored.result, first=True)
+            found = replay(adapter, explored.config, explored.tree, explored.result, first=True, tree=explored.edges)
         finally:
             adapter.close()
         if found is not None:

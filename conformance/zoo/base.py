@@ -19,14 +19,13 @@ from __future__ import annotations
 import dataclasses
 import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import MappingProxyType, ModuleType, SimpleNamespace
 from typing import Any, ClassVar
-from unittest import mock
 
 import reference_impl
-from reference_impl import State
+from reference_impl import State, Step, step_to_dict
 from reference_impl.draft import Draft
 
 from ..adapter import StepResult
@@ -82,13 +81,41 @@ class Mutant(ReferenceAdapter):
 
     @contextmanager
     def patched(self) -> Iterator[None]:
-        with ExitStack() as stack:
+        """The patches applied for one call and undone however it ends: plain attribute
+        and item swaps (``mock.patch`` costs more than a reference step, and a bounded
+        search steps a member tens of thousands of times)."""
+        undo: list[tuple[Any, Any, bool, Any]] = []
+        try:
             for owner, attribute, replacement in self.patches():
                 if isinstance(owner, dict):
-                    stack.enter_context(mock.patch.dict(owner, {attribute: replacement}))
+                    undo.append((owner, attribute, attribute in owner, owner.get(attribute)))
+                    owner[attribute] = replacement
                 else:
-                    stack.enter_context(mock.patch.object(owner, attribute, replacement))
+                    original = getattr(owner, attribute)  # AttributeError for a misspelt patch, as mock
+                    undo.append((owner, attribute, attribute in vars(owner), original))
+                    setattr(owner, attribute, replacement)
             yield
+        finally:
+            for owner, attribute, own, original in reversed(undo):
+                if isinstance(owner, dict):
+                    if own:
+                        owner[attribute] = original
+                    else:
+                        owner.pop(attribute, None)
+                elif own:
+                    setattr(owner, attribute, original)
+                else:  # inherited: remove the shadowing attribute
+                    delattr(owner, attribute)
+
+    def advance(self, state: State, step: Step) -> State:
+        """``state`` after ``step`` as this member performs it, without observing it
+        (raises ``StepRejected``): how ``explore`` replays a search tree on a member,
+        comparing states and observing only where they differ."""
+        with self.patched():
+            after = reference_impl.apply(state, step)
+        if type(self).after is Mutant.after:
+            return after
+        return self.after(state, after, step_to_dict(step))
 
     def reset(self, config: dict[str, Any], initial: dict[str, Any] | None = None) -> None:
         with self.patched():
