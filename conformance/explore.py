@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import yaml
@@ -40,6 +40,7 @@ from reference_impl import (
     observe,
     step_to_dict,
 )
+from reference_impl.steps import Crash, Elect
 from reference_impl.values import evolve
 
 from .adapter import Adapter, AdapterError
@@ -107,19 +108,37 @@ class Exploration:
         return [f for f in self.findings if not f.expected]
 
 
-def _key(state: State) -> State:
+def state_key(state: State) -> State:
     """A state without what only describes the last step (``fired``): equal keys are the
     same state for everything that can happen next."""
     return evolve(state, fired=()) if state.fired else state
 
 
-def _alphabet(state: State, max_records: int) -> list[Step]:
+def alphabet(state: State, max_records: int, faults: bool = False) -> list[Step]:
     """The enabled steps, less ``epoch_query`` (a client's question changes nothing but its
-    answer, so it cannot lead to a state the search does not reach otherwise)."""
+    answer, so it cannot lead to a state the search does not reach otherwise); with
+    ``faults``, also ``fault_steps``."""
     produced = len(state.produces)
-    return [
+    steps = [
         s for s in enabled_steps(state) if s.kind != "epoch_query" and (s.kind != "produce" or produced < max_records)
     ]
+    return steps + fault_steps(state, steps) if faults else steps
+
+
+def fault_steps(state: State, enabled: list[Step]) -> list[Step]:
+    """Variants of the enabled elections and crashes the plain alphabet leaves out (the
+    fuzzer draws them too): each election notifying every live broker but one (the other
+    LeaderAndIsr stays in flight: stale epochs, fencing), and a crash of a broker with
+    records that is a power failure losing its whole log (``unflushed_from: 0``: a
+    checkpoint can then be ahead of the disk)."""
+    live = [r.id for r in state.replicas if r.online]
+    out: list[Step] = []
+    for step in enabled:
+        if isinstance(step, Elect) and step.notify is None and len(live) > 1:
+            out += [replace(step, notify=tuple(r for r in live if r != left)) for left in live]
+        elif isinstance(step, Crash) and step.unflushed_from is None and state.replica(step.replica).leo > 0:
+            out.append(replace(step, unflushed_from=0))
+    return out
 
 
 def explore(
@@ -129,16 +148,18 @@ def explore(
     seconds: float | None = None,
     max_states: int | None = None,
     stop_on_finding: bool = False,
+    faults: bool = False,
 ) -> tuple[Exploration, dict[State, tuple[State | None, Step | None]]]:
     """Breadth-first search to ``depth``; returns the statistics and the search tree
     (each state's parent and the step from it), for path reconstruction and replay.
 
     ``stop_on_finding`` ends the search at the first invariant violation, as TLC does.
+    ``faults``: elections notifying only some brokers and power failures too (``fault_steps``).
     """
     started = time.perf_counter()
     result = Exploration(config=config, depth_limit=depth)
     expected = EXPECTED_VIOLATIONS.get(config.generation, frozenset())
-    root = _key(initial_state(config))
+    root = state_key(initial_state(config))
     parents: dict[State, tuple[State | None, Step | None]] = {root: (None, None)}
     seen_invariants: set[str] = set()
 
@@ -155,14 +176,14 @@ def explore(
     for level in range(1, depth + 1):
         next_frontier: list[State] = []
         for state in frontier:
-            for step in _alphabet(state, max_records):
+            for step in alphabet(state, max_records, faults):
                 try:
                     after = apply(state, step)
                 except StepRejected:  # enabled_steps said it was enabled: a spec bug
                     raise AssertionError(f"enabled step {step} rejected by the reference") from None
                 result.transitions += 1
                 result.rules.update(after.fired)
-                key = _key(after)
+                key = state_key(after)
                 if key in parents:
                     continue
                 parents[key] = (state, step)
@@ -345,7 +366,7 @@ def _advance_one(
         after = advance(mine, step)
     except StepRejected as exc:
         return Disagreement(done, "(step)", "accepted", f"rejected: {exc.reason}", "rejected an enabled step")
-    if _key(after) != child:
+    if state_key(after) != child:
         diff = first_divergence(comparable(observe(child), description), observe(after))
         if diff is not None:
             reason = f"{diff.path}: reference {diff.expected!r}, implementation {diff.actual!r}"

@@ -198,13 +198,15 @@ class Explored:
 @dataclass(frozen=True)
 class Search:
     """One bounded search ``--explore-depth D`` runs: a config shape, how much shallower
-    than D it goes (a wider tree gets less depth), and how many produces a path may have."""
+    than D it goes (a wider tree gets less depth), how many produces a path may have, and
+    whether its alphabet has the fault steps (``explore.fault_steps``)."""
 
     name: str
     shallower: int
     records: int
     settings: tuple[tuple[str, Any], ...]
     replicas: int = 2
+    faults: bool = False
 
     def config(self, generation: Generation) -> Config:
         return Config(replicas=("A", "B", "C", "D", "E")[: self.replicas], generation=generation, **dict(self.settings))
@@ -212,7 +214,6 @@ class Search:
 
 CHECKPOINT_EVERY_CHANGE = (("replica_high_watermark_checkpoint_interval_ms", 0),)
 SEARCHES = (
-    Search("2r", 0, 1, CHECKPOINT_EVERY_CHANGE),
     Search("2r-2rec", 0, 2, CHECKPOINT_EVERY_CHANGE),
     Search("3r", 1, 1, CHECKPOINT_EVERY_CHANGE, replicas=3),
     Search("2r-isr2", 1, 1, (*CHECKPOINT_EVERY_CHANGE, ("min_insync_replicas", 2))),
@@ -226,22 +227,28 @@ SEARCHES = (
             ("replica_fetch_wait_max_ms", 500),
         ),
     ),
+    Search("2r-faults", 1, 1, CHECKPOINT_EVERY_CHANGE, faults=True),
+    Search("3r-faults", 2, 1, CHECKPOINT_EVERY_CHANGE, replicas=3, faults=True),
 )
 """The searches of ``kconform sensitivity --explore-depth D``, each in every generation:
-two replicas to depth D with one record and with two; three replicas, min.insync 2, and
-short timers (lag 1000 ms, fetch wait and HW checkpoint 500 ms, so the alphabet's ticks
-cross them) one level less. All but the last checkpoint the HW on every change."""
+two replicas to depth D with up to two records (a superset of the one-record tree, which
+is therefore not searched apart); three replicas, min.insync 2, short timers (lag 1000 ms,
+fetch wait and HW checkpoint 500 ms, so the alphabet's ticks cross them) and two replicas
+with the fault steps (elections notifying some brokers, power failures) one level less;
+three replicas with the fault steps two levels less (the fault steps multiply a tree's
+states by about seven a level). All but the timers search checkpoint the HW on every change."""
 
 
 def explore_trees(
     generations: Sequence[Generation], depth: int, searches: Sequence[Search] = SEARCHES, seconds: float | None = None
 ) -> list[Explored]:
-    """Each search's tree, the cheapest first (a member killed early skips the rest)."""
+    """Each search's tree, in the order of ``searches`` (a member killed early skips the rest)."""
     out = []
     for search in searches:
         for generation in generations:
             config = search.config(generation)
-            result, tree = explore(config, max(1, depth - search.shallower), search.records, seconds)
+            depth_here = max(1, depth - search.shallower)
+            result, tree = explore(config, depth_here, search.records, seconds, faults=search.faults)
             out.append(Explored(config, result, tree, search.name))
     return out
 

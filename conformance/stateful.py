@@ -46,13 +46,13 @@ from reference_impl import (
     initial_state,
     observe,
 )
-from reference_impl.steps import DeliverEpoch, DeliverFetch, Elect, EpochRequest, EpochRound, Fetch, FetchRound
+from reference_impl.steps import DeliverEpoch, DeliverFetch, Elect, EpochRequest, EpochRound, Fetch, FetchRound, Tick
 
 from .adapter import Adapter, AdapterError, Description
 from .compare import MISSING, all_divergences
 from .conventions import Conventions, adjust_expected, normalise, unsupported_step_field
 from .distribution import NAMES, WEIGHTS, RandomChooser, draw_config, draw_steps, simpler, swarm
-from .explore import EXPECTED_VIOLATIONS
+from .explore import EXPECTED_VIOLATIONS, alphabet, state_key
 from .judge import SPLIT_KINDS
 from .levels import settled_part
 from .runner import comparable
@@ -419,8 +419,9 @@ def shrink_run(
     config: Config, steps: list[Step], fails: Attempt, budget: int = SHRINK_REPLAYS
 ) -> tuple[Config, list[Step]]:
     """A smaller run that ``fails`` the same way: steps removed in chunks (halves down to
-    single steps, from the end), each step simplified (``distribution.simpler``), then the
-    config simplified, until nothing more helps or ``budget`` replays are spent."""
+    single steps, from the end), then in pairs (two steps that only go together), adjacent
+    ticks merged into one, each step simplified (``distribution.simpler``), then the config
+    simplified (``_simpler_runs``), until nothing more helps or ``budget`` replays are spent."""
     best = list(steps)
     spent = 0
 
@@ -448,6 +449,13 @@ def shrink_run(
                 else:
                     start -= 1
             size //= 2
+        improved |= _remove_pairs(config, best, attempt)
+        i = 0
+        while i < len(best) - 1 and spent < budget:
+            first, second = best[i], best[i + 1]
+            if isinstance(first, Tick) and isinstance(second, Tick):
+                improved |= attempt(config, [*best[:i], Tick(first.ms + second.ms), *best[i + 2 :]])
+            i += 1
         i = 0
         while i < len(best) and spent < budget:
             for simple in simpler(best[i]):
@@ -458,6 +466,16 @@ def shrink_run(
         for simple_config, simple_steps in _simpler_runs(config, best):
             improved |= attempt(simple_config, simple_steps)
     return config, best
+
+
+def _remove_pairs(config: Config, best: list[Step], attempt: Callable[[Config, list[Step]], bool]) -> bool:
+    """Two steps removed at once, any two, the later ones first: a request and its answer,
+    a crash and its restart, which single removals cannot take out one at a time."""
+    for j in range(len(best) - 1, 0, -1):
+        for i in range(j - 1, -1, -1):
+            if attempt(config, [s for k, s in enumerate(best) if k not in (i, j)]):
+                return True
+    return False
 
 
 def shrink(judge: Judge, failure: Disagreement, budget: int = SHRINK_REPLAYS) -> Disagreement:
@@ -511,9 +529,14 @@ def reference_breaks(invariant: str) -> Attempt:
 
 
 def _invariant_finding(
-    invariant: str, config: Config, steps: list[Step], started: float, cpu_started: float
+    invariant: str, config: Config, steps: list[Step], started: float, cpu_started: float, search: bool = True
 ) -> InvariantFinding:
     config, path = shrink_run(config, steps, reference_breaks(invariant))
+    while search:
+        shorter = shorter_ending(config, path, invariant)
+        if shorter is None:
+            break
+        config, path = shrink_run(*shorter, reference_breaks(invariant))
     state = initial_state(config)
     detail = ""
     for step in path:
@@ -531,9 +554,58 @@ def _invariant_finding(
     )
 
 
+TAIL_DEPTH = 3
+"""``shorter_ending`` searches every ending of at most this many steps."""
+
+
+def shorter_ending(config: Config, path: list[Step], invariant: str) -> tuple[Config, list[Step]] | None:
+    """A shorter run breaking ``invariant``: the run (or a simpler config's version of it,
+    ``_simpler_runs``) cut a few steps before its end, then a breadth-first search of every
+    ending of up to ``TAIL_DEPTH`` enabled steps. Removing steps cannot turn a 3-replica
+    witness into a 2-replica one that needs other steps (KIP-101's data loss takes two
+    elections with three replicas, a crash and a restart with two); this can."""
+    candidates = [c for c in _simpler_runs(config, path) if len(c[0].replicas) < len(config.replicas)]
+    for cfg, steps in [*candidates, (config, path)]:
+        states, taken = [initial_state(cfg)], []
+        for step in steps:
+            try:
+                states.append(apply(states[-1], step))
+            except StepRejected:
+                continue
+            taken.append(step)
+        for cut in range(len(taken), max(-1, len(taken) - TAIL_DEPTH), -1):
+            depth = min(TAIL_DEPTH, len(path) - 1 - cut)
+            ending = _breaking_ending(states[cut], invariant, depth) if depth > 0 else None
+            if ending is not None:
+                return cfg, taken[:cut] + ending
+    return None
+
+
+def _breaking_ending(start: State, invariant: str, depth: int) -> list[Step] | None:
+    """A shortest sequence of at most ``depth`` enabled steps from ``start`` after which
+    ``invariant`` breaks (at most one more produce), or None."""
+    records = len(start.produces) + 1
+    layer: list[tuple[State, list[Step]]] = [(start, [])]
+    seen = {state_key(start)}
+    for level in range(depth):
+        following = []
+        for state, steps in layer:
+            for step in alphabet(state, records):
+                after = apply(state, step)
+                if any(v.invariant == invariant for v in check(after, state)):
+                    return [*steps, step]
+                key = state_key(after)
+                if level + 1 < depth and key not in seen:
+                    seen.add(key)
+                    following.append((after, [*steps, step]))
+        layer = following
+    return None
+
+
 def _simpler_runs(config: Config, steps: list[Step]) -> list[tuple[Config, list[Step]]]:
-    """Simpler configs for shrinking: a replica fewer (with the steps that name it gone), the
-    replicas named A, B, ... in order, each setting back to its default."""
+    """Simpler configs for shrinking: a replica fewer (with the steps that name it gone, or
+    done by another replica), the replicas named A, B, ... in order, each setting back to
+    its default."""
     out: list[tuple[Config, list[Step]]] = []
     if len(config.replicas) > 2:
         for gone in config.replicas:
@@ -542,6 +614,8 @@ def _simpler_runs(config: Config, steps: list[Step]) -> list[tuple[Config, list[
             fewer = tuple(r for r in config.replicas if r != gone)
             cfg = replace(config, replicas=fewer, min_insync_replicas=min(config.min_insync_replicas, len(fewer)))
             out.append(_canonical(cfg, [_without(s, gone) for s in steps if not _names(s, gone)]))
+            # or its steps done by another replica (a role two replicas shared in the longer run)
+            out += [_canonical(cfg, [_renamed(s, {gone: other}) for s in steps]) for other in fewer]
     if config.replicas != NAMES[: len(config.replicas)]:
         out.append(_canonical(config, steps))
     defaults = Config()
@@ -587,7 +661,7 @@ def _renamed(step: Step, rename: dict[str, str]) -> Step:
     changes: dict[str, Any] = {a: rename[v] for a in _NAMING if (v := getattr(step, a, None)) in rename}
     notify = getattr(step, "notify", None)
     if notify:
-        changes["notify"] = tuple(rename.get(n, n) for n in notify)
+        changes["notify"] = tuple(dict.fromkeys(rename.get(n, n) for n in notify))
     return replace(step, **changes) if changes else step
 
 

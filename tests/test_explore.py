@@ -29,7 +29,7 @@ def naive_reachable(config: Config, depth: int, max_records: int) -> list[object
             for step in enabled_steps(state):
                 if step.kind == "produce" and len(state.produces) >= max_records:
                     continue
-                if step.kind == "epoch_query":  # explore leaves out what only asks (its _alphabet)
+                if step.kind == "epoch_query":  # explore leaves out what only asks (its alphabet)
                     continue
                 after = evolve(apply(state, step), fired=())
                 if after not in seen:
