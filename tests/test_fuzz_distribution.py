@@ -22,14 +22,14 @@ from conformance.distribution import (
     parse_weights,
     tick_lengths,
 )
-from conformance.explore import explore, replay
+from conformance.explore import alphabet, explore, fault_steps, replay
 from conformance.fixtures import load_fixture_file
 from conformance.in_process import ReferenceAdapter
 from conformance.runner import run_fixtures
-from conformance.stateful import fuzz_all, witness_fixture
+from conformance.stateful import fuzz_all, reference_breaks, shorter_ending, shrink_run, witness_fixture
 from conformance.zoo import ZOO
 from reference_impl import Config, Generation, StepRejected, apply, check, initial_state
-from reference_impl.steps import Consume, Crash, Elect, Fetch, Produce, Tick
+from reference_impl.steps import Consume, Crash, DeliverFetch, Elect, Fetch, Produce, Restart, Tick
 
 
 def test_configs_cover_sizes_min_insync_unclean_checkpoints_and_timers() -> None:
@@ -138,7 +138,7 @@ def test_kip_101_data_loss_is_an_expected_finding_with_a_short_witness() -> None
     found = {f.invariant: f for f in report.findings}
     assert set(found) == {"StrongIsr", "AckedNotLost"} and all(f.expected for f in found.values())
     loss = found["AckedNotLost"]
-    assert len(loss.path) <= 10
+    assert len(loss.path) <= 8
     # the shrunk witness breaks AckedNotLost on the reference at its last step, not before
     state = initial_state(loss.config)
     broken = []
@@ -200,6 +200,55 @@ def test_sensitivity_measures_fuzz_and_explore_alone(tmp_path: Path, capsys: pyt
     assert "fuzz:hw-truncation:exact:" in out
     assert main([*base, "--explore-depth", "2", "--generation", "leader-epoch"]) == 0
     out = capsys.readouterr().out
-    assert "explore:leader-epoch:2r step 1 of 1" in out and "explore (depth 2)" in out
+    assert "explore:leader-epoch:2r-2rec step 1 of 1" in out and "explore (depth 2)" in out
     # an empty folder without fuzz or explore is still an error
     assert main(["sensitivity", "--fixtures", str(empty)]) == 2
+
+
+TWO_HT = Config(replicas=("A", "B"), generation=Generation.HW_TRUNCATION)
+
+
+def test_shrinking_removes_steps_that_only_go_together_and_merges_ticks() -> None:
+    """A crash and its restart, neither removable alone; two ticks whose sum matters."""
+
+    def balanced(config: Config, steps: list[Any]) -> list[Any] | None:
+        crashes = sum(isinstance(s, Crash) for s in steps)
+        restarts = sum(s.kind == "restart" for s in steps)
+        return steps if crashes == restarts and any(isinstance(s, Produce) for s in steps) else None
+
+    steps = [Crash("B"), Produce(values=("v1",)), Restart("B")]
+    assert shrink_run(TWO_HT, steps, balanced) == (TWO_HT, [Produce(values=("v1",))])
+
+    def long_wait(config: Config, steps: list[Any]) -> list[Any] | None:
+        return steps if sum(s.ms for s in steps if isinstance(s, Tick)) >= 300 else None
+
+    assert shrink_run(TWO_HT, [Tick(100), Tick(200)], long_wait) == (TWO_HT, [Tick(300)])
+
+
+def test_a_three_replica_kip_101_witness_becomes_the_shortest_two_replica_one() -> None:
+    """Two elections lose the record with three replicas (9 steps, a local minimum for
+    removals); a search of the endings of the run with a replica fewer finds the 7-step one."""
+    config = Config(replicas=("A", "B", "C"), generation=Generation.HW_TRUNCATION)
+    run = [Produce(values=("v1",)), Fetch("B"), Fetch("C"), DeliverFetch("B"), Fetch("B"), DeliverFetch("C")]
+    run += [Fetch("C"), Elect(leader="C"), Elect(leader="B")]
+    assert shrink_run(config, run, reference_breaks("AckedNotLost")) == (config, run)
+    shorter = shorter_ending(config, run, "AckedNotLost")
+    assert shorter is not None
+    cfg, path = shrink_run(*shorter, reference_breaks("AckedNotLost"))
+    assert cfg.replicas == ("A", "B") and len(path) == 7
+    assert reference_breaks("AckedNotLost")(cfg, path) == path
+
+
+def test_the_fault_steps_reach_stale_epochs_and_lost_tails() -> None:
+    """explore's optional fault steps: every election also notifying all live brokers but
+    one, every crash of a broker with records also a power failure; sensitivity's fault
+    searches kill members the plain alphabet cannot reach (no KIP-320 fencing: 2 steps)."""
+    state = apply(initial_state(TWO_HT), Produce(values=("v1",)))
+    faults = fault_steps(state, alphabet(state, 1))
+    assert Crash("A", unflushed_from=0) in faults and Crash("B", unflushed_from=0) not in faults
+    assert {s.notify for s in faults if isinstance(s, Elect)} == {("A",), ("B",)}
+    assert alphabet(state, 1, faults=True) == alphabet(state, 1) + faults
+    config = Config(replicas=("A", "B"), generation=Generation.DIVERGING_EPOCH)
+    result, tree = explore(config, depth=2, max_records=1, faults=True)
+    found = replay(ZOO["no-kip-320-fencing"](), config, tree, result)
+    assert found is not None and len(found.path) == 2 and found.path[0].notify is not None
