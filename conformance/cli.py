@@ -441,7 +441,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
             )
         except ConfigError as exc:
             _fail(f"--{exc.field.replace('_', '-')}: {exc.message}")
-        result, tree = explore(config, args.depth, args.records, args.seconds, args.max_states)
+        result, tree = explore(config, args.depth, args.records, args.seconds, args.max_states, faults=args.faults)
         found = []
         for finding in result.findings:
             name = f"explore-{generation}-{finding.invariant.lower()}"
@@ -717,6 +717,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         metavar="MS",
         help="replica.high.watermark.checkpoint.interval.ms; 0 = on every change (default: 0)",
+    )
+    ex.add_argument(
+        "--faults",
+        action="store_true",
+        help="also elections that notify every live broker but one, and power failures losing a broker's log "
+        "(about seven times the states per level; default: off)",
     )
     ex.add_argument("--impl", metavar="SPEC", help="also replay every path on this implementation (as run --impl)")
     ex.add_argument(
