@@ -103,7 +103,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds; the best is kept (default: 2)")
     parser.add_argument("--baseline", help="a git revision to compare with (e.g. main before issue 11)")
     parser.add_argument("--seeds", type=int, default=10, help="seeds for the KIP-101 figure (0: skip; default: 10)")
-    parser.add_argument("--kip101-examples", type=int, default=1000, help="runs per seed (default: 1000)")
+    parser.add_argument("--kip101-examples", type=int, default=2000, help="runs per seed (default: 2000)")
     args = parser.parse_args()
 
     trees = {"current": ROOT} if args.examples else {}
