@@ -205,16 +205,15 @@ def _state_findings(obs: Mapping[str, Any], replicas: Sequence[str], lost_tails:
         if not isinstance(rep, _MAPPING):
             continue
         hw, leo, log = rep.get("hw"), rep.get("leo"), rep.get("log")
-        leo_known = _int(leo)
-        if leo_known and _int(hw) and hw > leo:
+        if _int(leo) and _int(hw) and hw > leo:
             yield Finding("SAFE-HW-LE-LEO", f"{name} hw={hw} > leo={leo}")
-        if leo_known and isinstance(log, list) and len(log) != leo - _start(rep):
+        if _int(leo) and isinstance(log, list) and len(log) != leo - _start(rep):
             yield Finding("SAFE-LOG-LEO", f"{name} leo={leo} but its log has {len(log)} records from {_start(rep)}")
         cache = rep.get("epoch_cache")
         if isinstance(cache, list) and cache and _pairs(cache):
             if not _strictly_increasing(cache):
                 yield Finding("SAFE-EPOCH-CACHE", f"{name} epoch cache {cache} does not strictly increase")
-            elif leo_known and cache[-1][1] > leo:
+            elif _int(leo) and cache[-1][1] > leo:
                 yield Finding("SAFE-EPOCH-CACHE", f"{name} epoch cache entry {cache[-1]} starts past leo={leo}")
     leaders: dict[Any, str] = {}
     for name, rep in reps.items():
