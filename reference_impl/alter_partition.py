@@ -30,7 +30,7 @@ def maximal_isr(d: Draft) -> tuple[str, ...]:
         return isr
     leader = d.controller.leader
     proposed = {r for p in d.alter_partitions if p.leader == leader for r in p.isr}
-    return tuple(r for r in d.config.replicas if r in isr or r in proposed)
+    return tuple([r for r in d.config.replicas if r in isr or r in proposed])
 
 
 def change_isr(d: Draft, leader_id: str, new_isr: tuple[str, ...]) -> bool:
@@ -59,4 +59,4 @@ def drop_proposals(d: Draft, leader_id: str) -> None:
     """A leader that crashes or takes a new LeaderAndIsr forgets its proposal (Kafka resets
     ``partitionState`` to the committed state; the controller would refuse it anyway)."""
     if in_flight(d, leader_id):
-        d.alter_partitions = tuple(p for p in d.alter_partitions if p.leader != leader_id)
+        d.alter_partitions = tuple([p for p in d.alter_partitions if p.leader != leader_id])

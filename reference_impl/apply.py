@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import broker, clock, consumer, controller, epoch_leader, follower, isr, producer
-from .draft import Draft
+from .draft import Draft, open_draft
 from .errors import StepRejected
 from .state import State
 from .steps import (
@@ -82,7 +82,7 @@ def apply(state: State, step: Step) -> State:
         raise StepRejected(
             "STEP-PRE-1", f"{step.kind}: unknown replica {replica!r} (replicas: {list(state.config.replicas)})"
         )
-    draft = Draft(state)
+    draft = open_draft(state)
     action(draft, step)
     return draft.freeze()
 

@@ -30,10 +30,14 @@ def crash(d: Draft, replica_id: str, unflushed_from: int | None = None) -> None:
     fail_pending_produces(d, replica_id, "NETWORK_EXCEPTION", "PRODUCE-6")
     # Its own parked fetches at other leaders stay parked there: that leader does
     # not know; their responses are dropped on arrival (MSG-DROP-1).
-    d.fetch_responses = tuple(r for r in d.fetch_responses if r.dst != replica_id)
-    d.epoch_responses = tuple(r for r in d.epoch_responses if r.dst != replica_id)
-    d.leader_and_isr = tuple(m for m in d.leader_and_isr if m.dst != replica_id)
-    drop_proposals(d, replica_id)
+    if d.fetch_responses:
+        d.fetch_responses = tuple([r for r in d.fetch_responses if r.dst != replica_id])
+    if d.epoch_responses:
+        d.epoch_responses = tuple([r for r in d.epoch_responses if r.dst != replica_id])
+    if d.leader_and_isr:
+        d.leader_and_isr = tuple([m for m in d.leader_and_isr if m.dst != replica_id])
+    if d.alter_partitions:
+        drop_proposals(d, replica_id)
     d.put(evolve(replica, online=False, role=Role.NONE, progress=(), fetch_state=FetchState.FETCHING))
     d.fire("CRASH-1")
     if unflushed_from is not None:
@@ -62,8 +66,9 @@ def restart(d: Draft, replica_id: str) -> None:
         d.fire("RESTART-2")
         handle_failures(d, None)
     ctrl = d.controller
-    ctrl = evolve(ctrl, down=tuple(r for r in ctrl.down if r != replica_id))
-    d.controller = ctrl
+    if replica_id in ctrl.down:
+        ctrl = evolve(ctrl, down=tuple([r for r in ctrl.down if r != replica_id]))
+        d.controller = ctrl
     d.put(
         evolve(
             replica,

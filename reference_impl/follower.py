@@ -79,7 +79,7 @@ def deliver_fetch(d: Draft, replica_id: str) -> None:
     response = next((r for r in d.fetch_responses if r.dst == replica_id), None)
     if response is None:
         raise StepRejected("FETCH-DELIVER-PRE-1", f"deliver_fetch: no fetch response is in flight to {replica_id}")
-    d.fetch_responses = tuple(r for r in d.fetch_responses if r is not response)
+    d.fetch_responses = tuple([r for r in d.fetch_responses if r is not response])
     follower = d.replica(replica_id)
     if not reachable(d, replica_id, response.incarnation, response.src, response.request_epoch):
         d.delivered = (*d.delivered, Delivered(response, dropped=True))
@@ -168,7 +168,7 @@ def deliver_epoch(d: Draft, replica_id: str) -> None:
     response = next((r for r in d.epoch_responses if r.dst == replica_id), None)
     if response is None:
         raise StepRejected("EPOCH-DELIVER-PRE-1", f"deliver_epoch: no epoch response is in flight to {replica_id}")
-    d.epoch_responses = tuple(r for r in d.epoch_responses if r is not response)
+    d.epoch_responses = tuple([r for r in d.epoch_responses if r is not response])
     follower = d.replica(replica_id)
     if not reachable(d, replica_id, response.incarnation, response.src, response.request_epoch):
         d.delivered = (*d.delivered, Delivered(response, dropped=True))

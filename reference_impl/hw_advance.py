@@ -24,7 +24,7 @@ def counted_leos(d: Draft, leader: Replica) -> list[int | None]:
     caught-up follower counts only while ISR-eligible (KIP-841, 3.3+: not fenced, i.e. not
     a broker whose failure the controller handled).
     """
-    isr = maximal_isr(d)
+    isr = maximal_isr(d) if d.alter_partitions else d.controller.isr  # as maximal_isr, without the call
     fenced = d.controller.down if d.profile.isr_change_via_alter_partition else ()
     lag = d.config.replica_lag_time_max_ms
     counts_caught_up = d.profile.hw_counts_caught_up
@@ -46,7 +46,7 @@ def maybe_increment_hw(d: Draft, leader_id: str) -> None:
     """HW-LEADER-1: the leader's HW becomes max(HW, min(counted LEOs)), unless HW-LEADER-3
     freezes it; then any acks=all produce whose offset is now below the HW completes
     (PRODUCE-5)."""
-    leader = d.replica(leader_id)
+    leader = d.replicas[d.position[leader_id]]
     if not leader.online or leader.role is not Role.LEADER:
         return
     new_hw = hw.leader_hw(leader.hw, counted_leos(d, leader))

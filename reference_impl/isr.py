@@ -31,7 +31,7 @@ def maybe_expand_isr(d: Draft, leader_id: str, follower_id: str) -> None:
             return
         rules.append("ISR-EXPAND-2")
     isr = d.controller.isr
-    new_isr = tuple(r for r in d.config.replicas if r in isr or r == follower_id)
+    new_isr = tuple([r for r in d.config.replicas if r in isr or r == follower_id])
     d.fire(*rules)
     change_isr(d, leader_id, new_isr)
 
@@ -64,7 +64,7 @@ def maybe_shrink_isr(d: Draft, leader_id: str) -> None:
     if not lagging:
         return
     rule = "ISR-SHRINK-2" if d.profile.shrink_spares_follower_at_leo else "ISR-SHRINK-1"
-    new_isr = tuple(r for r in d.controller.isr if r not in lagging)
+    new_isr = tuple([r for r in d.controller.isr if r not in lagging])
     d.fire(rule)
     if change_isr(d, leader_id, new_isr):
         maybe_increment_hw(d, leader_id)

@@ -58,7 +58,7 @@ def _update_follower_progress(d: Draft, leader: Replica, follower_id: str, fetch
         last_fetch_leader_leo=leader.leo,
         last_fetch_ms=now,
     )
-    progress = tuple(new if p.replica == follower_id else p for p in leader.progress)
+    progress = tuple([new if p.replica == follower_id else p for p in leader.progress])
     d.put(evolve(leader, progress=progress))
     d.fire("FETCH-LEADER-5")
     if rule:

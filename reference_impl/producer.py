@@ -13,14 +13,14 @@ from .fetch_purgatory import wake_parked_fetches
 from .hw_advance import maybe_increment_hw
 from .log import Record
 from .messages import PendingProduce
-from .purgatory import record_outcome
 from .state import ProduceOutcome, Role
 from .steps import Produce
 from .values import evolve
 
 
 def produce(d: Draft, step: Produce) -> None:
-    """PRODUCE-1..5: a producer sends ``step.values`` to the leader."""
+    """PRODUCE-1..5: a producer sends ``step.values`` to the leader. Its outcome is new
+    (PRODUCE-PRE-1), so it is appended to the outcomes without looking for an old one."""
     produce_id = step.id or f"p{len(d.produces) + 1}"
     if d.produces.find(produce_id) is not None:
         raise StepRejected("PRODUCE-PRE-1", f"produce id {produce_id!r} is already used in this run")
@@ -28,7 +28,7 @@ def produce(d: Draft, step: Produce) -> None:
 
     def fail(error: str, rule: str) -> None:
         d.fire(rule)
-        record_outcome(d, ProduceOutcome(produce_id, step.acks, "sent" if step.acks == "0" else error))
+        d.produces = d.produces.append(ProduceOutcome(produce_id, step.acks, "sent" if step.acks == "0" else error))
 
     # PRODUCE-1: the request must reach a live leader.
     if target is None:
@@ -54,7 +54,7 @@ def produce(d: Draft, step: Produce) -> None:
         cache = epoch_cache.assign(cache, epoch, base)
     d.put(evolve(leader, log=leader.log.extend(records), epoch_cache=cache))
     d.fire("PRODUCE-3")
-    appended = tuple((base + i, r.value, r.epoch) for i, r in enumerate(records))
+    appended = tuple([(base + i, value, epoch) for i, value in enumerate(step.values)])
 
     if step.acks == "all":
         pending = PendingProduce(
@@ -64,10 +64,11 @@ def produce(d: Draft, step: Produce) -> None:
             deadline_ms=d.clock_ms + d.config.request_timeout_ms,
         )
         d.pending_produces = (*d.pending_produces, pending)
-        record_outcome(d, ProduceOutcome(produce_id, "all", "pending", appended))
+        d.produces = d.produces.append(ProduceOutcome(produce_id, "all", "pending", appended))
         d.fire("PRODUCE-5")
     else:
-        record_outcome(d, ProduceOutcome(produce_id, step.acks, "acked" if step.acks == "1" else "sent", appended))
+        outcome = ProduceOutcome(produce_id, step.acks, "acked" if step.acks == "1" else "sent", appended)
+        d.produces = d.produces.append(outcome)
         d.fire("PRODUCE-4")
 
     # The HW may move at once (an ISR of one; HW-LEADER-1 then completes waiting

@@ -40,7 +40,7 @@ def commit(d: Draft, records: Sequence[tuple[int, str, int]]) -> None:
 
 
 def _remove(d: Draft, pending: PendingProduce) -> None:
-    d.pending_produces = tuple(p for p in d.pending_produces if p != pending)
+    d.pending_produces = tuple([p for p in d.pending_produces if p != pending])
 
 
 def maybe_complete_produces(d: Draft, leader_id: str) -> None:
@@ -48,6 +48,8 @@ def maybe_complete_produces(d: Draft, leader_id: str) -> None:
     end offset: acked, or NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
     ``min.insync.replicas`` meanwhile (diverging-epoch: the maximal ISR, trunk
     ``checkEnoughReplicasReachOffset``)."""
+    if not d.pending_produces:
+        return
     leader = d.replica(leader_id)
     for pending in list(d.pending_produces):
         if pending.leader != leader_id or leader.hw < pending.required_offset:
@@ -65,6 +67,8 @@ def maybe_complete_produces(d: Draft, leader_id: str) -> None:
 def fail_pending_produces(d: Draft, leader_id: str, error: str, rule: str) -> None:
     """PRODUCE-6: the leader crashed (NETWORK_EXCEPTION) or stopped leading
     (NOT_LEADER_OR_FOLLOWER): its waiting produces end with that error."""
+    if not d.pending_produces:
+        return
     for pending in list(d.pending_produces):
         if pending.leader != leader_id:
             continue

@@ -28,16 +28,19 @@ def become_leader(d: Draft, replica_id: str, epoch: int) -> None:
         cache = epoch_cache.assign(cache, epoch, replica.leo)
         d.fire("EPOCH-CACHE-1")
     isr = d.controller.isr
+    leo = replica.log.end
     progress = tuple(
-        FollowerProgress(
-            replica=other,
-            remote_leo=replica.follower(other).remote_leo if was_leader else None,
-            last_caught_up_ms=now if other in isr else None,
-            last_fetch_leader_leo=replica.leo,
-            last_fetch_ms=now,
-        )
-        for other in d.config.replicas
-        if other != replica_id
+        [
+            FollowerProgress(
+                replica=other,
+                remote_leo=replica.follower(other).remote_leo if was_leader else None,
+                last_caught_up_ms=now if other in isr else None,
+                last_fetch_leader_leo=leo,
+                last_fetch_ms=now,
+            )
+            for other in d.config.replicas
+            if other != replica_id
+        ]
     )
     d.put(
         evolve(
