@@ -16,7 +16,7 @@ from .fetch_purgatory import abort_parked_fetches
 from .purgatory import fail_pending_produces
 from .replica_ops import truncate
 from .roles import become_follower
-from .state import FetchState, Role
+from .state import FETCHING, NO_ROLE
 from .values import evolve
 
 
@@ -38,7 +38,7 @@ def crash(d: Draft, replica_id: str, unflushed_from: int | None = None) -> None:
         d.leader_and_isr = tuple([m for m in d.leader_and_isr if m.dst != replica_id])
     if d.alter_partitions:
         drop_proposals(d, replica_id)
-    d.put(evolve(replica, online=False, role=Role.NONE, progress=(), fetch_state=FetchState.FETCHING))
+    d.put(evolve(replica, online=False, role=NO_ROLE, progress=(), fetch_state=FETCHING))
     d.fire("CRASH-1")
     if unflushed_from is not None:
         if unflushed_from > replica.leo:
@@ -74,7 +74,7 @@ def restart(d: Draft, replica_id: str) -> None:
             replica,
             online=True,
             hw=min(replica.checkpoint_hw, replica.leo),
-            role=Role.NONE,
+            role=NO_ROLE,
             leader=None,
             leader_epoch=ctrl.epoch,
             started_ms=d.clock_ms,

@@ -40,10 +40,10 @@ def _next_isr_check(d: Draft, after: int, end: int) -> int | None:
     leader_id = d.controller.leader
     if leader_id is None:  # only the controller's leader can be the current leader
         return None
-    leader = d.replica(leader_id)
-    if not d.is_current_leader(leader) or not leader.progress:
+    leader = d.replicas[d.position[leader_id]]
+    if not leader.progress or not d.is_current_leader(leader):
         return None
-    if any(p.leader == leader_id for p in d.alter_partitions):
+    if d.alter_partitions and any(p.leader == leader_id for p in d.alter_partitions):
         return None  # a leader with an ISR change in flight changes nothing (ISR-ALTER-1)
     lag = d.config.replica_lag_time_max_ms
     spares_at_leo = d.profile.shrink_spares_follower_at_leo

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .draft import Draft
 from .purgatory import commit
-from .state import ConsumeOutcome, Role
+from .state import LEADER, ConsumeOutcome
 from .steps import Consume
 
 
@@ -28,7 +28,7 @@ def consume(d: Draft, step: Consume) -> None:
     leader = d.replica(leader_id)
     if not leader.online:
         return error("NETWORK_EXCEPTION")
-    if leader.role is not Role.LEADER:
+    if leader.role is not LEADER:
         return error("NOT_LEADER_OR_FOLLOWER")
     if offset > leader.leo or offset < leader.log_start:
         return error("OFFSET_OUT_OF_RANGE")

@@ -18,7 +18,7 @@ from .messages import LeaderAndIsr
 from .network import drop_unreachable_answers
 from .purgatory import fail_pending_produces
 from .roles import become_follower, become_leader, become_leaderless
-from .state import Controller, Role
+from .state import LEADER, Controller
 from .steps import Elect
 from .values import evolve
 
@@ -211,12 +211,12 @@ def apply_leader_and_isr(d: Draft, message: LeaderAndIsr) -> None:
     if message.epoch <= replica.leader_epoch:
         d.fire("LAI-1")
         return
-    if replica.role is Role.LEADER and message.leader != replica.id:
+    if replica.role is LEADER and message.leader != replica.id:
         # Stepping down: parked fetches are answered NOT_LEADER_OR_FOLLOWER and waiting
         # produces fail the same way (PRODUCE-6).
         abort_parked_fetches(d, replica.id, error="NOT_LEADER_OR_FOLLOWER")
         fail_pending_produces(d, replica.id, "NOT_LEADER_OR_FOLLOWER", "PRODUCE-6")
-    elif replica.role is Role.LEADER:
+    elif replica.role is LEADER:
         # Re-elected at a new epoch: parked fetches carry the old epoch (FENCED).
         abort_parked_fetches(d, replica.id, error="FENCED_LEADER_EPOCH")
     if d.alter_partitions:

@@ -25,7 +25,7 @@ from .config import Config
 from .generation import Profile
 from .history import History
 from .messages import AlterPartition, Delivered, EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
-from .state import MEMO, ConsumeOutcome, Controller, EpochQueryOutcome, ProduceOutcome, Replica, Role, State
+from .state import LEADER, MEMO, ConsumeOutcome, Controller, EpochQueryOutcome, ProduceOutcome, Replica, State
 
 _set = object.__setattr__
 
@@ -77,7 +77,7 @@ class Draft:
         ctrl = self.controller
         return (
             replica.online
-            and replica.role is Role.LEADER
+            and replica.role is LEADER
             and replica.leader_epoch == ctrl.epoch
             and ctrl.leader == replica.id
         )

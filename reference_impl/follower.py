@@ -17,7 +17,7 @@ from .leader_fetch import handle_fetch
 from .messages import Delivered, FetchResponse
 from .network import reachable
 from .replica_ops import set_hw, truncate, truncate_fully_and_start_at
-from .state import FetchState, Replica, Role
+from .state import FETCHING, FOLLOWER, TRUNCATING, Replica
 from .truncation import offset_truncation
 from .values import evolve
 
@@ -34,7 +34,7 @@ def _require_follower(d: Draft, replica_id: str, action: str, rule: str) -> Repl
     replica = d.replica(replica_id)
     if not replica.online:
         raise StepRejected(rule, f"{action}: replica {replica_id} is offline")
-    if replica.role is not Role.FOLLOWER or replica.leader is None:
+    if replica.role is not FOLLOWER or replica.leader is None:
         raise StepRejected(rule, f"{action}: replica {replica_id} is not a follower (role {replica.role.value})")
     if not d.replica(replica.leader).online:
         raise StepRejected(rule, f"{action}: {replica_id}'s leader {replica.leader} is offline")
@@ -49,7 +49,7 @@ def send_fetch(d: Draft, replica_id: str, max_records: int | None = None, max_wa
     done truncating) sends ``fetch(offset = LEO)`` to the leader it knows, carrying its
     current leader epoch and, under diverging-epoch, the epoch of its last record."""
     follower = _require_follower(d, replica_id, "fetch", "FETCH-PRE-1")
-    if follower.fetch_state is FetchState.TRUNCATING:
+    if follower.fetch_state is TRUNCATING:
         raise StepRejected(
             "FETCH-PRE-1",
             f"fetch: replica {replica_id} must truncate first: send OffsetsForLeaderEpoch (epoch_request)",
@@ -148,7 +148,7 @@ def send_epoch_request(d: Draft, replica_id: str) -> None:
             f"(this partition runs {d.config.generation.value})",
         )
     follower = _require_follower(d, replica_id, "epoch_request", "EPOCH-PRE-1")
-    if follower.fetch_state is not FetchState.TRUNCATING:
+    if follower.fetch_state is not TRUNCATING:
         raise StepRejected("EPOCH-PRE-1", f"epoch_request: replica {replica_id} is not truncating")
     if any(r.dst == replica_id for r in d.epoch_responses):
         raise StepRejected("EPOCH-PRE-1", f"epoch_request: replica {replica_id} already has one in flight")
@@ -183,4 +183,4 @@ def deliver_epoch(d: Draft, replica_id: str) -> None:
     d.fire("EPOCH-FOLLOWER-2")
     truncate(d, replica_id, plan.offset, rule=plan.rule)
     if plan.completed:
-        d.put(evolve(d.replica(replica_id), fetch_state=FetchState.FETCHING))
+        d.put(evolve(d.replica(replica_id), fetch_state=FETCHING))

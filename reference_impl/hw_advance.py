@@ -11,7 +11,7 @@ from .alter_partition import maximal_isr
 from .draft import Draft
 from .purgatory import maybe_complete_produces
 from .replica_ops import set_hw
-from .state import Replica, Role
+from .state import LEADER, Replica
 
 
 def counted_leos(d: Draft, leader: Replica) -> list[int | None]:
@@ -47,7 +47,7 @@ def maybe_increment_hw(d: Draft, leader_id: str) -> None:
     freezes it; then any acks=all produce whose offset is now below the HW completes
     (PRODUCE-5)."""
     leader = d.replicas[d.position[leader_id]]
-    if not leader.online or leader.role is not Role.LEADER:
+    if not leader.online or leader.role is not LEADER:
         return
     new_hw = hw.leader_hw(leader.hw, counted_leos(d, leader))
     if new_hw == leader.hw:

@@ -22,7 +22,7 @@ from typing import Any
 
 from .history import History
 from .log import Log
-from .state import MEMO, Replica, Role, State
+from .state import LEADER, MEMO, Replica, State
 
 
 @dataclass(frozen=True)
@@ -52,15 +52,19 @@ def strong_isr(state: State) -> list[Violation]:
     it restarts (Kafka's unclean shutdown; KIP-966). Holding different records is still a
     violation (KIP-101's divergence)."""
     out: list[Violation] = []
-    leader_id = state.controller.leader
+    ctrl = state.controller
+    leader_id = ctrl.leader
     if leader_id is None:  # only the controller's leader can be the current leader
         return out
-    leader = state.replica(leader_id)
+    replicas, position = state.replicas, state.config.position
+    leader = replicas[position[leader_id]]
     if not state.is_current_leader(leader):
         return out
-    for name in state.controller.isr:
-        member = state.replica(name)
-        if name == leader.id or not member.online:
+    for name in ctrl.isr:
+        if name == leader_id:
+            continue
+        member = replicas[position[name]]
+        if not member.online:
             continue
         if not _same_below(member, leader):
             if state.power_failures and member.leo < leader.hw and _lacks_only(member, leader):
@@ -206,7 +210,7 @@ def one_leader_per_epoch(state: State) -> list[Violation]:
     seen: dict[int, str] = {}
     out = []
     for r in state.replicas:
-        if r.online and r.role is Role.LEADER:
+        if r.online and r.role is LEADER:
             if r.leader_epoch in seen:
                 out.append(
                     Violation("OneLeaderPerEpoch", f"{seen[r.leader_epoch]} and {r.id} lead epoch {r.leader_epoch}")
@@ -247,8 +251,8 @@ def leader_hw_monotonic(before: State, after: State) -> list[Violation]:
         same_term = (
             old.online
             and new.online
-            and old.role is Role.LEADER
-            and new.role is Role.LEADER
+            and old.role is LEADER
+            and new.role is LEADER
             and old.leader_epoch == new.leader_epoch
         )
         if same_term and new.hw < old.hw:
@@ -290,8 +294,8 @@ def _holds_since(state: State, before: State) -> bool:
         return False
     changed: list[str] = []
     leaders = 0
-    leader_role = Role.LEADER
-    for old, new in zip(old_replicas, replicas, strict=True):
+    leader_role = LEADER
+    for old, new in zip(old_replicas, replicas, strict=False):  # same length (checked above)
         if new.role is leader_role and new.online:
             leaders += 1
         if new is old:
@@ -348,7 +352,7 @@ def _holds_since(state: State, before: State) -> bool:
         carried.append("ConsumerBelowHw")
     elif _consumer_below_hw_incremental(state, before):
         return False
-    memo = _memo(state)
+    memo: dict[str, Any] = state.__dict__.setdefault(MEMO, {})  # _memo(state), without the call
     memo[CLEAN] = True
     before_memo: dict[str, Any] = before.__dict__[MEMO]
     for name in carried:

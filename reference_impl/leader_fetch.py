@@ -9,7 +9,7 @@ from .fetch_purgatory import read_end
 from .hw_advance import maybe_increment_hw
 from .messages import ParkedFetch
 from .network import answer, respond
-from .state import FollowerProgress, Replica, Role
+from .state import LEADER, FollowerProgress, Replica
 from .values import evolve
 
 
@@ -23,7 +23,7 @@ def fencing_error(receiver: Replica, request_epoch: int, fences_epochs: bool) ->
             return "FENCED_LEADER_EPOCH"
         if request_epoch > receiver.leader_epoch:
             return "UNKNOWN_LEADER_EPOCH"
-    if receiver.role is not Role.LEADER:
+    if receiver.role is not LEADER:
         return "NOT_LEADER_OR_FOLLOWER"
     return None
 

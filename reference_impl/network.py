@@ -12,7 +12,7 @@ from typing import Any
 from .draft import Draft
 from .log import Record
 from .messages import FetchResponse, ParkedFetch
-from .state import Role
+from .state import FOLLOWER
 
 
 def reachable(d: Draft, dst: str, incarnation: int, src: str, request_epoch: int) -> bool:
@@ -24,7 +24,7 @@ def reachable(d: Draft, dst: str, incarnation: int, src: str, request_epoch: int
     return (
         replica.online
         and replica.incarnation == incarnation
-        and replica.role is Role.FOLLOWER
+        and replica.role is FOLLOWER
         and replica.leader == src
         and replica.leader_epoch == request_epoch
     )

@@ -13,7 +13,7 @@ from .fetch_purgatory import wake_parked_fetches
 from .hw_advance import maybe_increment_hw
 from .log import Record
 from .messages import PendingProduce
-from .state import ProduceOutcome, Role
+from .state import LEADER, ProduceOutcome
 from .steps import Produce
 from .values import evolve
 
@@ -38,7 +38,7 @@ def produce(d: Draft, step: Produce) -> None:
     leader = d.replica(target)
     if not leader.online:
         return fail("NETWORK_EXCEPTION", "PRODUCE-1")
-    if leader.role is not Role.LEADER:
+    if leader.role is not LEADER:
         return fail("NOT_LEADER_OR_FOLLOWER", "PRODUCE-1")
 
     # PRODUCE-2: acks=all is refused before the append when the ISR is too small.

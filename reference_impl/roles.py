@@ -7,7 +7,7 @@ from . import epoch_cache
 from .draft import Draft
 from .hw_advance import maybe_increment_hw
 from .replica_ops import truncate
-from .state import FetchState, FollowerProgress, Role
+from .state import FETCHING, FOLLOWER, LEADER, NO_ROLE, TRUNCATING, FollowerProgress
 from .values import evolve
 
 
@@ -22,7 +22,7 @@ def become_leader(d: Draft, replica_id: str, epoch: int) -> None:
     """
     replica = d.replica(replica_id)
     now = d.clock_ms
-    was_leader = replica.role is Role.LEADER
+    was_leader = replica.role is LEADER
     cache = replica.epoch_cache
     if d.profile.keeps_epoch_cache:
         cache = epoch_cache.assign(cache, epoch, replica.leo)
@@ -45,7 +45,7 @@ def become_leader(d: Draft, replica_id: str, epoch: int) -> None:
     d.put(
         evolve(
             replica,
-            role=Role.LEADER,
+            role=LEADER,
             leader=replica_id,
             leader_epoch=epoch,
             epoch_cache=cache,
@@ -64,13 +64,13 @@ def become_follower(d: Draft, replica_id: str, leader_id: str, epoch: int) -> No
     diverging-epoch: it fetches at once; the leader reports any divergence.
     """
     replica = d.replica(replica_id)
-    leader_changed = replica.leader != leader_id or replica.role is not Role.FOLLOWER
+    leader_changed = replica.leader != leader_id or replica.role is not FOLLOWER
     profile = d.profile
-    fetch_state = FetchState.TRUNCATING if profile.asks_epoch_before_fetch else FetchState.FETCHING
+    fetch_state = TRUNCATING if profile.asks_epoch_before_fetch else FETCHING
     d.put(
         evolve(
             replica,
-            role=Role.FOLLOWER,
+            role=FOLLOWER,
             leader=leader_id,
             leader_epoch=epoch,
             fetch_state=fetch_state,
@@ -89,10 +89,10 @@ def become_leaderless(d: Draft, replica_id: str, epoch: int) -> None:
     d.put(
         evolve(
             replica,
-            role=Role.NONE,
+            role=NO_ROLE,
             leader=None,
             leader_epoch=epoch,
-            fetch_state=FetchState.FETCHING,
+            fetch_state=FETCHING,
             progress=(),
         )
     )
