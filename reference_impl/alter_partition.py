@@ -47,11 +47,11 @@ def change_isr(d: Draft, leader_id: str, new_isr: tuple[str, ...]) -> bool:
             leader=leader_id, leader_epoch=leader.leader_epoch, partition_epoch=ctrl.partition_epoch, isr=new_isr
         )
         d.alter_partitions = (*d.alter_partitions, proposal)
-        d.fire("ISR-ALTER-1")
+        d.fired.append("ISR-ALTER-1")
         return False
     # ISR-WRITE-1: the leader's own ZooKeeper write, committed at once.
     d.controller = evolve(ctrl, isr=new_isr, partition_epoch=ctrl.partition_epoch + 1)
-    d.fire("ISR-WRITE-1")
+    d.fired.append("ISR-WRITE-1")
     return True
 
 

@@ -38,7 +38,7 @@ from .steps import (
 
 def _fetch_round(d: Draft, step: FetchRound) -> None:
     """FETCH-ROUND-1: send a fetch; deliver its response if the leader answered at once."""
-    d.fire("FETCH-ROUND-1")
+    d.fired.append("FETCH-ROUND-1")
     follower.send_fetch(d, step.replica, step.max_records, step.max_wait_ms)
     if any(r.dst == step.replica for r in d.fetch_responses):
         follower.deliver_fetch(d, step.replica)
@@ -46,7 +46,7 @@ def _fetch_round(d: Draft, step: FetchRound) -> None:
 
 def _epoch_round(d: Draft, step: EpochRound) -> None:
     """EPOCH-ROUND-1: send OffsetsForLeaderEpoch and deliver the answer."""
-    d.fire("EPOCH-ROUND-1")
+    d.fired.append("EPOCH-ROUND-1")
     follower.send_epoch_request(d, step.replica)
     if any(r.dst == step.replica for r in d.epoch_responses):
         follower.deliver_epoch(d, step.replica)

@@ -39,7 +39,7 @@ def crash(d: Draft, replica_id: str, unflushed_from: int | None = None) -> None:
     if d.alter_partitions:
         drop_proposals(d, replica_id)
     d.put(evolve(replica, online=False, role=NO_ROLE, progress=(), fetch_state=FETCHING))
-    d.fire("CRASH-1")
+    d.fired.append("CRASH-1")
     if unflushed_from is not None:
         if unflushed_from > replica.leo:
             raise StepRejected(
@@ -63,7 +63,7 @@ def restart(d: Draft, replica_id: str) -> None:
         # and runs onBrokerFailure before onBrokerStartup; a broker cannot re-register while
         # its old ZooKeeper session or KRaft heartbeat session is alive, and its end is the
         # failure the controller handles.
-        d.fire("RESTART-2")
+        d.fired.append("RESTART-2")
         handle_failures(d, None)
     ctrl = d.controller
     if replica_id in ctrl.down:
@@ -81,6 +81,6 @@ def restart(d: Draft, replica_id: str) -> None:
             incarnation=replica.incarnation + 1,
         )
     )
-    d.fire("RESTART-1")
+    d.fired.append("RESTART-1")
     if ctrl.leader is not None:
         become_follower(d, replica_id, ctrl.leader, ctrl.epoch)

@@ -80,14 +80,14 @@ def _checkpoint_runs(d: Draft, after: int, before: int, inclusive: bool) -> None
         last_run = replica.started_ms + k * interval
         if last_run > after and replica.checkpoint_hw != replica.hw:
             d.put(evolve(replica, checkpoint_hw=replica.hw))
-            d.fire("CKPT-2")
+            d.fired.append("CKPT-2")
 
 
 def tick(d: Draft, ms: int) -> None:
     """TICK-1: advance the clock by ``ms``, firing due timers in time order."""
     end = d.clock_ms + ms
     cursor = d.clock_ms
-    d.fire("TICK-1")
+    d.fired.append("TICK-1")
     while True:
         candidates = [p.deadline_ms for p in d.parked_fetches if p.deadline_ms <= end] if d.parked_fetches else []
         if d.pending_produces:

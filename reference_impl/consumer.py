@@ -21,7 +21,7 @@ def consume(d: Draft, step: Consume) -> None:
 
     def error(name: str) -> None:
         d.consumed = ConsumeOutcome(replica=leader_id, offset=offset, records=(), hw=None, error=name)
-        d.fire("CONSUME-2")
+        d.fired.append("CONSUME-2")
 
     if leader_id is None:
         return error("LEADER_NOT_AVAILABLE")
@@ -34,6 +34,6 @@ def consume(d: Draft, step: Consume) -> None:
         return error("OFFSET_OUT_OF_RANGE")
     records = leader.log.read_entries(offset, leader.hw)
     d.consumed = ConsumeOutcome(replica=leader_id, offset=offset, records=records, hw=leader.hw, error=None)
-    d.fire("CONSUME-1")
+    d.fired.append("CONSUME-1")
     commit(d, records)
     return None

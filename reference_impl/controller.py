@@ -45,7 +45,7 @@ def handle_failures(d: Draft, notify: tuple[str, ...] | None) -> None:
         for replica_id in dead:
             _remove_from_isr(d, replica_id)
         if before.leader in dead:
-            d.fire("CTRL-ELECT-3")
+            d.fired.append("CTRL-ELECT-3")
     _send_leader_and_isr(d, before, notify)
 
 
@@ -70,7 +70,7 @@ def _offline_election(d: Draft) -> bool:
     d.controller = evolve(
         ctrl, leader=new_leader, epoch=ctrl.epoch + 1, isr=new_isr, partition_epoch=ctrl.partition_epoch + 1
     )
-    d.fire(rule, "CTRL-ELECT-5")
+    d.fired.extend((rule, "CTRL-ELECT-5"))
     return True
 
 
@@ -88,14 +88,14 @@ def _remove_from_isr(d: Draft, replica_id: str) -> None:
     new_isr = tuple([r for r in ctrl.isr if r != replica_id])
     if not new_isr and (d.profile.keeps_last_isr_member or not d.config.unclean_leader_election):
         new_isr = ctrl.isr
-        d.fire("CTRL-FAIL-2")
+        d.fired.append("CTRL-FAIL-2")
     new_leader = None if ctrl.leader == replica_id else ctrl.leader
     bumps = d.profile.isr_removal_bumps_leader_epoch
     if new_isr == ctrl.isr and new_leader == ctrl.leader and not bumps:
         return
     epoch = ctrl.epoch + 1 if bumps or new_leader != ctrl.leader else ctrl.epoch
     d.controller = evolve(ctrl, leader=new_leader, epoch=epoch, isr=new_isr, partition_epoch=ctrl.partition_epoch + 1)
-    d.fire("CTRL-FAIL-1")
+    d.fired.append("CTRL-FAIL-1")
 
 
 def _send_leader_and_isr(d: Draft, before: Controller, notify: tuple[str, ...] | None) -> None:
@@ -139,7 +139,7 @@ def elect(d: Draft, step: Elect) -> None:
             return
         # The partition is offline with every failure handled: try again (a broker came back).
         if not _offline_election(d):
-            d.fire("CTRL-ELECT-3")
+            d.fired.append("CTRL-ELECT-3")
         _send_leader_and_isr(d, ctrl, step.notify)
         return
     online = [r.id for r in d.replicas if r.online]
@@ -156,7 +156,7 @@ def elect(d: Draft, step: Elect) -> None:
         )
     # CTRL-ELECT-5: epoch + 1, and LeaderAndIsr to every live broker.
     d.controller = evolve(ctrl, leader=step.leader, epoch=ctrl.epoch + 1, partition_epoch=ctrl.partition_epoch + 1)
-    d.fire("CTRL-ELECT-4", "CTRL-ELECT-5")
+    d.fired.extend(("CTRL-ELECT-4", "CTRL-ELECT-5"))
     _send_leader_and_isr(d, ctrl, step.notify)
 
 
@@ -185,10 +185,10 @@ def deliver_alter_partition(d: Draft, replica_id: str) -> None:
     elif any(r in ctrl.down for r in proposal.isr if r not in ctrl.isr):
         error = "INELIGIBLE_REPLICA"
     if error is not None:
-        d.fire("ISR-ALTER-4")
+        d.fired.append("ISR-ALTER-4")
         return
     d.controller = evolve(ctrl, isr=proposal.isr, partition_epoch=ctrl.partition_epoch + 1)
-    d.fire("ISR-ALTER-2", "ISR-ALTER-3")
+    d.fired.extend(("ISR-ALTER-2", "ISR-ALTER-3"))
     maybe_increment_hw(d, replica_id)
 
 
@@ -206,10 +206,10 @@ def apply_leader_and_isr(d: Draft, message: LeaderAndIsr) -> None:
     otherwise it becomes leader (LAI-2) or follower (LAI-3)."""
     replica = d.replica(message.dst)
     if not replica.online:
-        d.fire("MSG-DROP-1")
+        d.fired.append("MSG-DROP-1")
         return
     if message.epoch <= replica.leader_epoch:
-        d.fire("LAI-1")
+        d.fired.append("LAI-1")
         return
     if replica.role is LEADER and message.leader != replica.id:
         # Stepping down: parked fetches are answered NOT_LEADER_OR_FOLLOWER and waiting

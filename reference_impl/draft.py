@@ -34,7 +34,8 @@ class Draft:
     """The state being built by one step (see the module doc).
 
     It has the ``State`` fields as attributes (``replicas`` a list; ``fired`` a list of
-    the rules fired so far), plus ``profile`` and ``position`` from the config.
+    the rules fired so far, which the actions append to directly: a method call per rule
+    was a visible part of a step), plus ``profile`` and ``position`` from the config.
     """
 
     config: Config

@@ -19,7 +19,7 @@ def complete_parked_fetch(d: Draft, parked: ParkedFetch, rule: str) -> None:
     d.parked_fetches = tuple([p for p in d.parked_fetches if p != parked])
     leader = d.replica(parked.leader)
     records = leader.log.read(parked.fetch_offset, read_end(parked.fetch_offset, parked.max_records))
-    d.fire(rule)
+    d.fired.append(rule)
     respond(d, answer(parked, records=records, hw=leader.hw, log_start=leader.log_start))
 
 
@@ -42,7 +42,7 @@ def abort_parked_fetches(d: Draft, leader_id: str, *, error: str | None) -> None
     if not mine:
         return
     d.parked_fetches = tuple([p for p in d.parked_fetches if p.leader != leader_id])
-    d.fire("FETCH-PARK-4")
+    d.fired.append("FETCH-PARK-4")
     if error is None:
         return
     for parked in mine:

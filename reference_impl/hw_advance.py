@@ -55,8 +55,8 @@ def maybe_increment_hw(d: Draft, leader_id: str) -> None:
     if d.profile.hw_frozen_under_min_isr and len(d.controller.isr) < d.config.min_insync_replicas:
         # HW-LEADER-3 (3.7+, KAFKA-15583): Partition.maybeIncrementLeaderHW returns at once
         # while the committed ISR is below min.insync.replicas (isUnderMinIsr).
-        d.fire("HW-LEADER-3")
+        d.fired.append("HW-LEADER-3")
         return
     set_hw(d, leader_id, new_hw)
-    d.fire("HW-LEADER-1", "HW-LEADER-2")
+    d.fired.extend(("HW-LEADER-1", "HW-LEADER-2"))
     maybe_complete_produces(d, leader_id)

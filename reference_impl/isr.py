@@ -32,7 +32,7 @@ def maybe_expand_isr(d: Draft, leader_id: str, follower_id: str) -> None:
         rules.append("ISR-EXPAND-2")
     isr = d.controller.isr
     new_isr = tuple([r for r in d.config.replicas if r in isr or r == follower_id])
-    d.fire(*rules)
+    d.fired.extend(rules)
     change_isr(d, leader_id, new_isr)
 
 
@@ -65,7 +65,7 @@ def maybe_shrink_isr(d: Draft, leader_id: str) -> None:
         return
     rule = "ISR-SHRINK-2" if d.profile.shrink_spares_follower_at_leo else "ISR-SHRINK-1"
     new_isr = tuple([r for r in d.controller.isr if r not in lagging])
-    d.fire(rule)
+    d.fired.append(rule)
     if change_isr(d, leader_id, new_isr):
         maybe_increment_hw(d, leader_id)
 
@@ -76,5 +76,5 @@ def run_isr_expiration(d: Draft, replica_id: str) -> None:
     leader it finds nothing to do."""
     if not d.replica(replica_id).online:
         raise StepRejected("ISR-SHRINK-PRE-1", f"isr_expiration: replica {replica_id} is offline")
-    d.fire("ISR-SHRINK-3")
+    d.fired.append("ISR-SHRINK-3")
     maybe_shrink_isr(d, replica_id)

@@ -49,13 +49,13 @@ def drop_unreachable_answers(d: Draft, replica_id: str) -> None:
         return
     d.fetch_responses = keep_fetch
     d.epoch_responses = keep_epoch
-    d.fire("MSG-DROP-1")
+    d.fired.append("MSG-DROP-1")
 
 
 def respond(d: Draft, response: FetchResponse) -> None:
     """Put a fetch response in flight, unless its fetcher session is gone (MSG-DROP-1)."""
     if not reachable(d, response.dst, response.incarnation, response.src, response.request_epoch):
-        d.fire("MSG-DROP-1")
+        d.fired.append("MSG-DROP-1")
         return
     d.fetch_responses = (*d.fetch_responses, response)
 

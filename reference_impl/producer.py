@@ -27,7 +27,7 @@ def produce(d: Draft, step: Produce) -> None:
     target = step.to if step.to is not None else d.controller.leader
 
     def fail(error: str, rule: str) -> None:
-        d.fire(rule)
+        d.fired.append(rule)
         d.produces = d.produces.append(ProduceOutcome(produce_id, step.acks, "sent" if step.acks == "0" else error))
 
     # PRODUCE-1: the request must reach a live leader.
@@ -53,7 +53,7 @@ def produce(d: Draft, step: Produce) -> None:
     if d.profile.keeps_epoch_cache:
         cache = epoch_cache.assign(cache, epoch, base)
     d.put(evolve(leader, log=leader.log.extend(records), epoch_cache=cache))
-    d.fire("PRODUCE-3")
+    d.fired.append("PRODUCE-3")
     appended = tuple([(base + i, value, epoch) for i, value in enumerate(step.values)])
 
     if step.acks == "all":
@@ -65,11 +65,11 @@ def produce(d: Draft, step: Produce) -> None:
         )
         d.pending_produces = (*d.pending_produces, pending)
         d.produces = d.produces.append(ProduceOutcome(produce_id, "all", "pending", appended))
-        d.fire("PRODUCE-5")
+        d.fired.append("PRODUCE-5")
     else:
         outcome = ProduceOutcome(produce_id, step.acks, "acked" if step.acks == "1" else "sent", appended)
         d.produces = d.produces.append(outcome)
-        d.fire("PRODUCE-4")
+        d.fired.append("PRODUCE-4")
 
     # The HW may move at once (an ISR of one; HW-LEADER-1 then completes waiting
     # produces), and parked fetches now have data.

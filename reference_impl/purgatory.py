@@ -59,7 +59,7 @@ def maybe_complete_produces(d: Draft, leader_id: str) -> None:
         status = "acked" if enough else "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
         _remove(d, pending)
         record_outcome(d, evolve(outcome, status=status))
-        d.fire("PRODUCE-5")
+        d.fired.append("PRODUCE-5")
         if enough:
             commit(d, outcome.records)
 
@@ -75,7 +75,7 @@ def fail_pending_produces(d: Draft, leader_id: str, error: str, rule: str) -> No
         outcome = outcome_of(d, pending.id)
         _remove(d, pending)
         record_outcome(d, evolve(outcome, status=error))
-        d.fire(rule)
+        d.fired.append(rule)
 
 
 def expire_produce(d: Draft, pending: PendingProduce) -> None:
@@ -84,4 +84,4 @@ def expire_produce(d: Draft, pending: PendingProduce) -> None:
     outcome = outcome_of(d, pending.id)
     _remove(d, pending)
     record_outcome(d, evolve(outcome, status="REQUEST_TIMED_OUT"))
-    d.fire("PRODUCE-7")
+    d.fired.append("PRODUCE-7")

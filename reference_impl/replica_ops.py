@@ -20,7 +20,7 @@ def set_hw(d: Draft, replica_id: str, new_hw: int) -> None:
         return
     if d.config.replica_high_watermark_checkpoint_interval_ms == 0:
         d.put(evolve(replica, hw=new_hw, checkpoint_hw=new_hw))
-        d.fire("CKPT-1")
+        d.fired.append("CKPT-1")
         return
     d.put(evolve(replica, hw=new_hw))
 
@@ -30,19 +30,19 @@ def truncate(d: Draft, replica_id: str, offset: int, *, rule: str) -> None:
     and clamp the HW to the new LEO (Kafka ``Log.truncateTo``). LOG-START-2: a cut below
     the log start leaves an empty log that starts at ``offset`` (``truncateFullyAndStartAt``)."""
     replica = d.replica(replica_id)
-    d.fire(rule)
+    d.fired.append(rule)
     if offset >= replica.leo:
         return
     new_log = replica.log.truncate(offset)
     new_cache = epoch_cache.truncate_from_end(replica.epoch_cache, len(new_log))
     if offset < replica.log_start:
         d.put(evolve(replica, log=new_log, epoch_cache=new_cache, log_start=len(new_log)))
-        d.fire("LOG-START-2")
+        d.fired.append("LOG-START-2")
     else:
         d.put(evolve(replica, log=new_log, epoch_cache=new_cache))
-    d.fire("TRUNC-1")
+    d.fired.append("TRUNC-1")
     if new_cache != replica.epoch_cache:
-        d.fire("EPOCH-CACHE-2")
+        d.fired.append("EPOCH-CACHE-2")
     if replica.hw > len(new_log):
         set_hw(d, replica_id, len(new_log))
 
@@ -52,5 +52,5 @@ def truncate_fully_and_start_at(d: Draft, replica_id: str, offset: int, *, rule:
     ``UnifiedLog.truncateFullyAndStartAt``): no records, an empty epoch cache, HW at ``offset``."""
     replica = d.replica(replica_id)
     d.put(evolve(replica, log=log_starting_at(offset), epoch_cache=(), log_start=offset))
-    d.fire(rule, "LOG-START-3")
+    d.fired.extend((rule, "LOG-START-3"))
     set_hw(d, replica_id, offset)

@@ -26,7 +26,7 @@ def become_leader(d: Draft, replica_id: str, epoch: int) -> None:
     cache = replica.epoch_cache
     if d.profile.keeps_epoch_cache:
         cache = epoch_cache.assign(cache, epoch, replica.leo)
-        d.fire("EPOCH-CACHE-1")
+        d.fired.append("EPOCH-CACHE-1")
     isr = d.controller.isr
     leo = replica.log.end
     progress = tuple(
@@ -52,7 +52,7 @@ def become_leader(d: Draft, replica_id: str, epoch: int) -> None:
             progress=progress,
         )
     )
-    d.fire("LAI-2")
+    d.fired.append("LAI-2")
     maybe_increment_hw(d, replica_id)
 
 
@@ -77,7 +77,7 @@ def become_follower(d: Draft, replica_id: str, leader_id: str, epoch: int) -> No
             progress=(),
         )
     )
-    d.fire("LAI-3")
+    d.fired.append("LAI-3")
     if profile.truncates_to_hw_on_follow and leader_changed:
         truncate(d, replica_id, replica.hw, rule="TRUNC-HW-1")
 
@@ -96,4 +96,4 @@ def become_leaderless(d: Draft, replica_id: str, epoch: int) -> None:
             progress=(),
         )
     )
-    d.fire("LAI-4")
+    d.fired.append("LAI-4")
