@@ -42,7 +42,7 @@ def change_isr(d: Draft, leader_id: str, new_isr: tuple[str, ...]) -> bool:
     partition epoch (znode version), ``Partition.updateIsr`` (0.10.1, 2.6)."""
     ctrl = d.controller
     if d.profile.isr_change_via_alter_partition:
-        leader = d.replica(leader_id)
+        leader = d.replicas[d.position[leader_id]]
         proposal = AlterPartition(
             leader=leader_id, leader_epoch=leader.leader_epoch, partition_epoch=ctrl.partition_epoch, isr=new_isr
         )

@@ -23,7 +23,7 @@ from .values import evolve
 def crash(d: Draft, replica_id: str, unflushed_from: int | None = None) -> None:
     """CRASH-1: the broker dies. CRASH-2: with ``unflushed_from``, a power failure also
     loses the log's unflushed tail (log recovery truncates it and the epoch cache)."""
-    replica = d.replica(replica_id)
+    replica = d.replicas[d.position[replica_id]]
     if not replica.online:
         raise StepRejected("CRASH-PRE-1", f"crash: replica {replica_id} is already offline")
     abort_parked_fetches(d, replica_id, error=None)
@@ -55,7 +55,7 @@ def restart(d: Draft, replica_id: str) -> None:
     """RESTART-1: the broker starts, HW = its checkpoint (clamped to the LEO), and takes
     the role the controller gives it now. RESTART-2: if the controller had not handled the
     broker's failure yet, it handles it first (CTRL-FAIL-*)."""
-    replica = d.replica(replica_id)
+    replica = d.replicas[d.position[replica_id]]
     if replica.online:
         raise StepRejected("RESTART-PRE-1", f"restart: replica {replica_id} is online")
     if d.controller.leader == replica_id:

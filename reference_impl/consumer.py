@@ -25,7 +25,7 @@ def consume(d: Draft, step: Consume) -> None:
 
     if leader_id is None:
         return error("LEADER_NOT_AVAILABLE")
-    leader = d.replica(leader_id)
+    leader = d.replicas[d.position[leader_id]]
     if not leader.online:
         return error("NETWORK_EXCEPTION")
     if leader.role is not LEADER:

@@ -128,7 +128,7 @@ def elect(d: Draft, step: Elect) -> None:
     replicas = d.config.replicas
     if step.leader is None:
         pending = unhandled_failures(d)
-        if ctrl.leader is not None and not pending and d.replica(ctrl.leader).online:
+        if ctrl.leader is not None and not pending and d.replicas[d.position[ctrl.leader]].online:
             raise StepRejected(
                 "CTRL-ELECT-PRE-1",
                 f"elect: the leader {ctrl.leader} is alive and no broker failure is pending; "
@@ -204,7 +204,7 @@ def deliver_leader_and_isr(d: Draft, replica_id: str) -> None:
 def apply_leader_and_isr(d: Draft, message: LeaderAndIsr) -> None:
     """LAI-1: a broker ignores a LeaderAndIsr whose epoch is not newer than it knows;
     otherwise it becomes leader (LAI-2) or follower (LAI-3)."""
-    replica = d.replica(message.dst)
+    replica = d.replicas[d.position[message.dst]]
     if not replica.online:
         d.fired.append("MSG-DROP-1")
         return

@@ -64,6 +64,8 @@ class Draft:
         _set(self, "__dict__", open_draft(state).__dict__)
 
     def replica(self, replica_id: str) -> Replica:
+        """The replica with this id. (The actions, which run on every step, spell this
+        ``d.replicas[d.position[replica_id]]``: the method call was a visible cost.)"""
         return self.replicas[self.position[replica_id]]
 
     def put(self, replica: Replica) -> None:

@@ -21,7 +21,7 @@ def handle_epoch_request(
     incarnation: int,
 ) -> None:
     """EPOCH-LEADER-1/2: fence, then answer with ``end_offset_for`` (EPOCH-CACHE-3)."""
-    leader = d.replica(leader_id)
+    leader = d.replicas[d.position[leader_id]]
     error = fencing_error(leader, request_epoch, True)
     if error is not None:
         epoch, end = epoch_cache.UNDEFINED_EPOCH, epoch_cache.UNDEFINED_OFFSET
@@ -57,7 +57,7 @@ def answer_epoch_query(d: Draft, replica_id: str, requested_epoch: int, current_
             f"epoch_query: OffsetsForLeaderEpoch exists from Kafka 0.11 (KIP-101); "
             f"this partition runs {d.config.generation.value}",
         )
-    replica = d.replica(replica_id)
+    replica = d.replicas[d.position[replica_id]]
     if not replica.online:
         raise StepRejected("EPOCH-QUERY-PRE-1", f"epoch_query: replica {replica_id} is offline")
     error = fencing_error(replica, current_epoch if current_epoch is not None else 0, current_epoch is not None)

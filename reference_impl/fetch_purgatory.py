@@ -17,7 +17,7 @@ def complete_parked_fetch(d: Draft, parked: ParkedFetch, rule: str) -> None:
     """FETCH-PARK-2/3: a parked fetch completes; it reads the log and the HW *now*
     (``DelayedFetch.onComplete`` re-reads) without updating the follower's progress again."""
     d.parked_fetches = tuple([p for p in d.parked_fetches if p != parked])
-    leader = d.replica(parked.leader)
+    leader = d.replicas[d.position[parked.leader]]
     records = leader.log.read(parked.fetch_offset, read_end(parked.fetch_offset, parked.max_records))
     d.fired.append(rule)
     respond(d, answer(parked, records=records, hw=leader.hw, log_start=leader.log_start))
@@ -27,7 +27,7 @@ def wake_parked_fetches(d: Draft, leader_id: str) -> None:
     """FETCH-PARK-2: after an append, parked fetches that now have data complete."""
     if not d.parked_fetches:
         return
-    leader = d.replica(leader_id)
+    leader = d.replicas[d.position[leader_id]]
     for parked in list(d.parked_fetches):
         if parked.leader == leader_id and leader.leo > parked.fetch_offset:
             complete_parked_fetch(d, parked, "FETCH-PARK-2")

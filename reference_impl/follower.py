@@ -24,19 +24,19 @@ from .values import evolve
 
 def has_outstanding_fetch(d: Draft, replica_id: str) -> bool:
     """A follower has at most one fetch outstanding (parked or answered, not delivered)."""
-    incarnation = d.replica(replica_id).incarnation
+    incarnation = d.replicas[d.position[replica_id]].incarnation
     return any(p.follower == replica_id and p.incarnation == incarnation for p in d.parked_fetches) or any(
         r.dst == replica_id for r in d.fetch_responses
     )
 
 
 def _require_follower(d: Draft, replica_id: str, action: str, rule: str) -> Replica:
-    replica = d.replica(replica_id)
+    replica = d.replicas[d.position[replica_id]]
     if not replica.online:
         raise StepRejected(rule, f"{action}: replica {replica_id} is offline")
     if replica.role is not FOLLOWER or replica.leader is None:
         raise StepRejected(rule, f"{action}: replica {replica_id} is not a follower (role {replica.role.value})")
-    if not d.replica(replica.leader).online:
+    if not d.replicas[d.position[replica.leader]].online:
         raise StepRejected(rule, f"{action}: {replica_id}'s leader {replica.leader} is offline")
     return replica
 
@@ -80,7 +80,7 @@ def deliver_fetch(d: Draft, replica_id: str) -> None:
     if response is None:
         raise StepRejected("FETCH-DELIVER-PRE-1", f"deliver_fetch: no fetch response is in flight to {replica_id}")
     d.fetch_responses = tuple([r for r in d.fetch_responses if r is not response])
-    follower = d.replica(replica_id)
+    follower = d.replicas[d.position[replica_id]]
     if not reachable(d, replica_id, response.incarnation, response.src, response.request_epoch):
         d.delivered = (*d.delivered, Delivered(response, dropped=True))
         d.fired.append("MSG-DROP-1")
@@ -169,7 +169,7 @@ def deliver_epoch(d: Draft, replica_id: str) -> None:
     if response is None:
         raise StepRejected("EPOCH-DELIVER-PRE-1", f"deliver_epoch: no epoch response is in flight to {replica_id}")
     d.epoch_responses = tuple([r for r in d.epoch_responses if r is not response])
-    follower = d.replica(replica_id)
+    follower = d.replicas[d.position[replica_id]]
     if not reachable(d, replica_id, response.incarnation, response.src, response.request_epoch):
         d.delivered = (*d.delivered, Delivered(response, dropped=True))
         d.fired.append("MSG-DROP-1")
@@ -183,4 +183,4 @@ def deliver_epoch(d: Draft, replica_id: str) -> None:
     d.fired.append("EPOCH-FOLLOWER-2")
     truncate(d, replica_id, plan.offset, rule=plan.rule)
     if plan.completed:
-        d.put(evolve(d.replica(replica_id), fetch_state=FETCHING))
+        d.put(evolve(d.replicas[d.position[replica_id]], fetch_state=FETCHING))

@@ -58,15 +58,16 @@ def strong_isr(state: State) -> list[Violation]:
         return out
     replicas, position = state.replicas, state.config.position
     leader = replicas[position[leader_id]]
-    if not state.is_current_leader(leader):
+    if not (leader.online and leader.role is LEADER and leader.leader_epoch == ctrl.epoch):  # is_current_leader
         return out
+    hw, log, start = leader.hw, leader.log, leader.log_start
     for name in ctrl.isr:
         if name == leader_id:
             continue
         member = replicas[position[name]]
         if not member.online:
             continue
-        if not _same_below(member, leader):
+        if not (member.log.same_prefix(log, hw) if not (start or member.log_start) else _same_below(member, leader)):
             if state.power_failures and member.leo < leader.hw and _lacks_only(member, leader):
                 continue  # a lost tail, not a divergence
             out.append(
@@ -331,12 +332,12 @@ def _holds_since(state: State, before: State) -> bool:
         leaders = 0  # nothing these two read changed: they held in ``before``
     if (leaders > 1 and one_leader_per_epoch(state)) or ((changed or leaders) and strong_isr(state)):
         return False
-    carried: list[str] = []
     # AckedNotLost reads the controller, the leader, the committed records and the two
     # counters: unchanged, they keep the result (and the memo) ``before`` had.
     leader_id = controller.leader
-    if not state.committed or leader_id is None:
-        pass  # nothing committed, or no leader: nothing to lose (acked_not_lost)
+    carry_acked = False
+    if leader_id is None:
+        pass  # no leader: nothing to lose (acked_not_lost)
     elif (
         state.committed is before.committed
         and controller is old_controller
@@ -344,20 +345,23 @@ def _holds_since(state: State, before: State) -> bool:
         and state.unclean_elections == before.unclean_elections
         and state.power_failures == before.power_failures
     ):
-        carried.append("AckedNotLost")
+        carry_acked = True
+    elif not state.committed:
+        pass  # nothing committed: nothing to lose
     elif _acked_not_lost_incremental(state, before):
         return False
     # ConsumerBelowHw: the same outcome object has the same (no) violations.
-    if state.consumed is before.consumed:
-        carried.append("ConsumerBelowHw")
-    elif _consumer_below_hw_incremental(state, before):
+    carry_consumer = state.consumed is before.consumed
+    if not carry_consumer and _consumer_below_hw_incremental(state, before):
         return False
     memo: dict[str, Any] = state.__dict__.setdefault(MEMO, {})  # _memo(state), without the call
     memo[CLEAN] = True
     before_memo: dict[str, Any] = before.__dict__[MEMO]
-    for name in carried:
-        if name in before_memo:
-            memo[name] = before_memo[name]
+    if len(before_memo) > 1:  # it holds more than CLEAN: history memos to carry over
+        if carry_acked and "AckedNotLost" in before_memo:
+            memo["AckedNotLost"] = before_memo["AckedNotLost"]
+        if carry_consumer and "ConsumerBelowHw" in before_memo:
+            memo["ConsumerBelowHw"] = before_memo["ConsumerBelowHw"]
     return True
 
 

@@ -79,7 +79,7 @@ def handle_fetch(
     """Leader ``leader_id`` handles a fetch from ``follower_id`` at ``fetch_offset``.
 
     ``max_wait_ms`` is the request's max wait (default ``replica.fetch.wait.max.ms``)."""
-    leader = d.replica(leader_id)
+    leader = d.replicas[d.position[leader_id]]
     profile = d.profile
     # The request as the purgatory would hold it; every answer is addressed from it.
     request = ParkedFetch(

@@ -20,7 +20,7 @@ def reachable(d: Draft, dst: str, incarnation: int, src: str, request_epoch: int
     incarnation of the broker, still following ``src`` in ``request_epoch``. (A broker
     that restarts has new connections; one that changes leader or epoch replaces its
     fetcher, and the old one's answers go nowhere.)"""
-    replica = d.replica(dst)
+    replica = d.replicas[d.position[dst]]
     return (
         replica.online
         and replica.incarnation == incarnation

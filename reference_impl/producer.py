@@ -35,7 +35,7 @@ def produce(d: Draft, step: Produce) -> None:
         return fail("LEADER_NOT_AVAILABLE", "PRODUCE-1")
     if target not in d.position:
         raise StepRejected("PRODUCE-PRE-1", f"produce.to names unknown replica {target!r}")
-    leader = d.replica(target)
+    leader = d.replicas[d.position[target]]
     if not leader.online:
         return fail("NETWORK_EXCEPTION", "PRODUCE-1")
     if leader.role is not LEADER:

@@ -50,7 +50,7 @@ def maybe_complete_produces(d: Draft, leader_id: str) -> None:
     ``checkEnoughReplicasReachOffset``)."""
     if not d.pending_produces:
         return
-    leader = d.replica(leader_id)
+    leader = d.replicas[d.position[leader_id]]
     for pending in list(d.pending_produces):
         if pending.leader != leader_id or leader.hw < pending.required_offset:
             continue

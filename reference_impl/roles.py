@@ -20,7 +20,7 @@ def become_leader(d: Draft, replica_id: str, epoch: int) -> None:
     counted as caught up now (``Replica.resetReplicaState``). Then the HW may move, since
     the ISR may be down to the leader alone.
     """
-    replica = d.replica(replica_id)
+    replica = d.replicas[d.position[replica_id]]
     now = d.clock_ms
     was_leader = replica.role is LEADER
     cache = replica.epoch_cache
@@ -63,7 +63,7 @@ def become_follower(d: Draft, replica_id: str, leader_id: str, epoch: int) -> No
     leader-epoch: it must ask OffsetsForLeaderEpoch first (fetch state ``truncating``).
     diverging-epoch: it fetches at once; the leader reports any divergence.
     """
-    replica = d.replica(replica_id)
+    replica = d.replicas[d.position[replica_id]]
     leader_changed = replica.leader != leader_id or replica.role is not FOLLOWER
     profile = d.profile
     fetch_state = TRUNCATING if profile.asks_epoch_before_fetch else FETCHING
@@ -85,7 +85,7 @@ def become_follower(d: Draft, replica_id: str, leader_id: str, epoch: int) -> No
 def become_leaderless(d: Draft, replica_id: str, epoch: int) -> None:
     """LAI-4: told that the partition has no leader at ``epoch`` (CTRL-ELECT-3), the broker
     neither leads nor fetches until a later LeaderAndIsr names a leader."""
-    replica = d.replica(replica_id)
+    replica = d.replicas[d.position[replica_id]]
     d.put(
         evolve(
             replica,
