@@ -14,12 +14,12 @@ which ones the state has now.
 Opening and freezing a draft is on every step's path, so neither copies field by field:
 a draft starts from a copy of the state's attribute dict, and ``freeze`` turns the draft
 object itself into the new ``State`` (its class becomes ``State``, which is frozen), so a
-draft cannot be written to once frozen.
+draft cannot be written to once frozen. The replicas are copied into a list only when
+a step replaces one (``put``): a step that replaces none leaves the new state the very
+same tuple, which tells ``invariants.check`` at once that no replica changed.
 """
 
 from __future__ import annotations
-
-from typing import cast
 
 from .config import Config
 from .generation import Profile
@@ -33,14 +33,15 @@ _set = object.__setattr__
 class Draft:
     """The state being built by one step (see the module doc).
 
-    It has the ``State`` fields as attributes (``replicas`` a list; ``fired`` a list of
+    It has the ``State`` fields as attributes (``replicas`` the state's tuple until ``put``
+    makes it a list; ``fired`` a list of
     the rules fired so far, which the actions append to directly: a method call per rule
     was a visible part of a step), plus ``profile`` and ``position`` from the config.
     """
 
     config: Config
     clock_ms: int
-    replicas: list[Replica]
+    replicas: list[Replica] | tuple[Replica, ...]
     controller: Controller
     fetch_responses: tuple[FetchResponse, ...]
     parked_fetches: tuple[ParkedFetch, ...]
@@ -70,7 +71,10 @@ class Draft:
 
     def put(self, replica: Replica) -> None:
         """Replace the replica with ``replica.id`` by ``replica``."""
-        self.replicas[self.position[replica.id]] = replica
+        replicas = self.replicas
+        if type(replicas) is tuple:  # the first replacement: copy (see the module doc)
+            replicas = self.replicas = list(replicas)
+        replicas[self.position[replica.id]] = replica  # type: ignore[index]
 
     def fire(self, *rules: str) -> None:
         self.fired.extend(rules)
@@ -89,11 +93,13 @@ class Draft:
         """The new state (what the step leads to): this draft, frozen into a ``State``
         (see the module doc); the draft is not usable afterwards."""
         fields = self.__dict__
-        fields["replicas"] = tuple(fields["replicas"])
+        replicas = fields["replicas"]
+        if type(replicas) is list:
+            fields["replicas"] = tuple(replicas)
         fields["fired"] = tuple(fields["fired"])
         del fields["profile"], fields["position"]
         _set(self, "__class__", State)
-        return cast(State, self)
+        return self  # type: ignore[return-value]  # now a State (typing.cast is a call per step)
 
 
 def open_draft(state: State) -> Draft:
@@ -101,7 +107,6 @@ def open_draft(state: State) -> Draft:
     fields = state.__dict__.copy()
     fields.pop(MEMO, None)
     config = fields["config"]
-    fields["replicas"] = list(fields["replicas"])
     fields["fired"] = []
     fields["delivered"] = ()
     fields["profile"] = config.profile

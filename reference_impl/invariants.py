@@ -296,6 +296,10 @@ def _holds_since(state: State, before: State) -> bool:
     changed: list[str] = []
     leaders = 0
     leader_role = LEADER
+    if replicas is old_replicas:  # the step replaced no replica (``Draft.put``)
+        if state.controller is not before.controller:
+            leaders = sum(1 for r in replicas if r.role is leader_role and r.online)
+        old_replicas = ()  # nothing to compare below
     for old, new in zip(old_replicas, replicas, strict=False):  # same length (checked above)
         if new.role is leader_role and new.online:
             leaders += 1
