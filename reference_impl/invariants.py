@@ -120,9 +120,11 @@ SMALL = 64
 
 
 def _memo(state: State) -> dict[str, Any]:
-    memo: dict[str, Any] | None = state.__dict__.get(MEMO)
+    memo: dict[str, Any] | frozenset[str] | None = state.__dict__.get(MEMO)
     if memo is None:
         memo = state.__dict__[MEMO] = {}
+    elif memo is CLEAN_ONLY:
+        memo = state.__dict__[MEMO] = {CLEAN: True}
     return memo
 
 
@@ -358,19 +360,29 @@ def _holds_since(state: State, before: State) -> bool:
     carry_consumer = state.consumed is before.consumed
     if not carry_consumer and _consumer_below_hw_incremental(state, before):
         return False
-    memo: dict[str, Any] = state.__dict__.setdefault(MEMO, {})  # _memo(state), without the call
-    memo[CLEAN] = True
-    before_memo: dict[str, Any] = before.__dict__[MEMO]
+    before_memo: dict[str, Any] | frozenset[str] = before.__dict__[MEMO]
+    fields = state.__dict__
     if len(before_memo) > 1:  # it holds more than CLEAN: history memos to carry over
+        memo = _memo(state)
+        memo[CLEAN] = True
         if carry_acked and "AckedNotLost" in before_memo:
-            memo["AckedNotLost"] = before_memo["AckedNotLost"]
+            memo["AckedNotLost"] = before_memo["AckedNotLost"]  # type: ignore[index]
         if carry_consumer and "ConsumerBelowHw" in before_memo:
-            memo["ConsumerBelowHw"] = before_memo["ConsumerBelowHw"]
+            memo["ConsumerBelowHw"] = before_memo["ConsumerBelowHw"]  # type: ignore[index]
+    elif MEMO in fields:  # the history invariants left results here (or it was checked before)
+        if fields[MEMO] is not CLEAN_ONLY:
+            fields[MEMO][CLEAN] = True
+    else:
+        fields[MEMO] = CLEAN_ONLY  # the common case: no dict to build
     return True
 
 
 CLEAN = "clean"
 """Memo key: every state invariant held in this state (what ``_holds_since`` builds on)."""
+
+CLEAN_ONLY = frozenset({CLEAN})
+"""The memo of a clean state that remembers nothing else: shared, never written to
+(``_memo`` replaces it by a dict before anything is added)."""
 
 
 def check(state: State, before: State | None = None, *, incremental: bool = True) -> list[Violation]:
