@@ -18,6 +18,8 @@ from .values import evolve
 
 def in_flight(d: Draft, leader_id: str) -> bool:
     """ISR-ALTER-1: one ISR change in flight at a time (``PartitionState.isInflight``)."""
+    if not d.alter_partitions:
+        return False
     return any(p.leader == leader_id for p in d.alter_partitions)
 
 

@@ -18,6 +18,13 @@ from .steps import Produce
 from .values import evolve
 
 
+def _fail(d: Draft, step: Produce, produce_id: str, error: str, rule: str) -> None:
+    """A produce refused before the append: its outcome is the error (``sent`` for acks=0,
+    whose producer hears nothing)."""
+    d.fired.append(rule)
+    d.produces = d.produces.append(ProduceOutcome(produce_id, step.acks, "sent" if step.acks == "0" else error))
+
+
 def produce(d: Draft, step: Produce) -> None:
     """PRODUCE-1..5: a producer sends ``step.values`` to the leader. Its outcome is new
     (PRODUCE-PRE-1), so it is appended to the outcomes without looking for an old one."""
@@ -26,24 +33,20 @@ def produce(d: Draft, step: Produce) -> None:
         raise StepRejected("PRODUCE-PRE-1", f"produce id {produce_id!r} is already used in this run")
     target = step.to if step.to is not None else d.controller.leader
 
-    def fail(error: str, rule: str) -> None:
-        d.fired.append(rule)
-        d.produces = d.produces.append(ProduceOutcome(produce_id, step.acks, "sent" if step.acks == "0" else error))
-
     # PRODUCE-1: the request must reach a live leader.
     if target is None:
-        return fail("LEADER_NOT_AVAILABLE", "PRODUCE-1")
+        return _fail(d, step, produce_id, "LEADER_NOT_AVAILABLE", "PRODUCE-1")
     if target not in d.position:
         raise StepRejected("PRODUCE-PRE-1", f"produce.to names unknown replica {target!r}")
     leader = d.replicas[d.position[target]]
     if not leader.online:
-        return fail("NETWORK_EXCEPTION", "PRODUCE-1")
+        return _fail(d, step, produce_id, "NETWORK_EXCEPTION", "PRODUCE-1")
     if leader.role is not LEADER:
-        return fail("NOT_LEADER_OR_FOLLOWER", "PRODUCE-1")
+        return _fail(d, step, produce_id, "NOT_LEADER_OR_FOLLOWER", "PRODUCE-1")
 
     # PRODUCE-2: acks=all is refused before the append when the ISR is too small.
     if step.acks == "all" and len(d.controller.isr) < d.config.min_insync_replicas:
-        return fail("NOT_ENOUGH_REPLICAS", "PRODUCE-2")
+        return _fail(d, step, produce_id, "NOT_ENOUGH_REPLICAS", "PRODUCE-2")
 
     # PRODUCE-3: append, stamped with the leader's epoch.
     base = leader.leo
