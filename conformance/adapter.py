@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 PROTOCOL_VERSION = 3
@@ -68,6 +69,16 @@ class Description:
     initial_state: bool = False
     """Protocol 3: it can start from a given state (``reset(config, initial=...)``); fixtures
     with an ``initial:`` block are skipped on an implementation without it."""
+
+    @cached_property
+    def field_set(self) -> frozenset[str]:
+        """``fields`` as a set (comparisons ask it at every step)."""
+        return frozenset(self.fields)
+
+    @cached_property
+    def replica_field_set(self) -> frozenset[str]:
+        """``replica_fields`` as a set."""
+        return frozenset(self.replica_fields)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -51,19 +51,96 @@ class Check:
     """Replicas whose logs must be equal (``compare.logs_mismatch``)."""
 
 
-@dataclass
 class PlanStep:
-    step: Step
-    covers: tuple[int, ...]
-    """The fixture steps (0-based) this step stands for."""
-    observation: dict[str, Any] | None
-    """The reference's observation after it (None: the reference rejects it)."""
-    state: State
-    rejected: str | None = None
-    checks: list[Check] = field(default_factory=list)
-    internal: bool = False
-    """Not sent: the implementation does this by itself (a round-only implementation receives
-    the answer to a parked fetch when it completes). Checks after it read the last observation."""
+    """One step of the lowered run, with the reference's state and observation after it.
+
+    In a plan that runs the fixture as written (``_identity``) those two are computed only
+    when asked (``_Chain``): a run whose every answer matches the fixture's expectations
+    never needs the reference's own states, so a corpus replay does not run the reference
+    a second time beside the implementation."""
+
+    __slots__ = ("_chain", "_observation", "_position", "_state", "checks", "covers", "internal", "rejected", "step")
+
+    def __init__(
+        self,
+        step: Step,
+        covers: tuple[int, ...],
+        observation: dict[str, Any] | None,
+        state: State | None,
+        rejected: str | None = None,
+        checks: list[Check] | None = None,
+        internal: bool = False,
+        chain: _Chain | None = None,
+        position: int = 0,
+    ) -> None:
+        self.step = step
+        self.covers = covers
+        """The fixture steps (0-based) this step stands for."""
+        self._observation = observation
+        self._state = state
+        self.rejected = rejected
+        self.checks: list[Check] = checks if checks is not None else []
+        self.internal = internal
+        """Not sent: the implementation does this by itself (a round-only implementation
+        receives the answer to a parked fetch when it completes). Checks after it read the
+        last observation."""
+        self._chain, self._position = chain, position
+
+    @property
+    def state(self) -> State:
+        """The reference's state after this step (before it, when the reference rejects it)."""
+        if self._chain is not None:
+            return self._chain.state(self._position)
+        assert self._state is not None
+        return self._state
+
+    @property
+    def observation(self) -> dict[str, Any] | None:
+        """The reference's observation after it (None: the reference rejects it)."""
+        if self._chain is not None:
+            return self._chain.observation(self._position)
+        return self._observation
+
+    def quiescent(self) -> bool:
+        """No answer or LeaderAndIsr in flight in the reference after this step (a step the
+        reference rejects counts as quiescent, as an observation it does not have)."""
+        if self._chain is not None:
+            return self._chain.quiescent(self._position)
+        flight = (self._observation or {}).get("in_flight") or {}
+        return not any(flight.get(k) for k in ("fetch_responses", "epoch_responses", "leader_and_isr"))
+
+
+class _Chain:
+    """The reference's run of a fixture's steps as written, computed up to the position asked."""
+
+    def __init__(self, start: State, steps: list[Step]) -> None:
+        self._start, self._steps = start, steps
+        self._states: list[State] = []
+        self._accepted: list[bool] = []
+        self._observations: dict[int, dict[str, Any] | None] = {}
+
+    def state(self, n: int) -> State:
+        while len(self._states) <= n:
+            before = self._states[-1] if self._states else self._start
+            try:
+                self._states.append(apply(before, self._steps[len(self._states)]))
+                self._accepted.append(True)
+            except StepRejected:
+                self._states.append(before)
+                self._accepted.append(False)
+        return self._states[n]
+
+    def quiescent(self, n: int) -> bool:
+        state = self.state(n)
+        if not self._accepted[n]:
+            return True
+        return not (state.fetch_responses or state.epoch_responses or state.leader_and_isr)
+
+    def observation(self, n: int) -> dict[str, Any] | None:
+        if n not in self._observations:
+            state = self.state(n)
+            self._observations[n] = observe(state) if self._accepted[n] else None
+        return self._observations[n]
 
 
 @dataclass
@@ -226,15 +303,12 @@ def _next_delivery(fixture: Fixture, i: int, kind: str, replica: str) -> int | N
 
 
 def _identity(fixture: Fixture, start: State, total: int) -> Plan:
-    """Every step as written; the fixture's expectations as written (no pruning)."""
+    """Every step as written; the fixture's expectations as written (no pruning). The
+    reference's states are computed only if the judge asks for them (``_Chain``)."""
+    chain = _Chain(start, [fs.step for fs in fixture.steps])
     steps: list[PlanStep] = []
-    state = start
-    for fs in fixture.steps:
-        try:
-            state = apply(state, fs.step)
-            ps = PlanStep(fs.step, (fs.index,), observe(state), state)
-        except StepRejected:
-            ps = PlanStep(fs.step, (fs.index,), None, state)
+    for n, fs in enumerate(fixture.steps):
+        ps = PlanStep(fs.step, (fs.index,), None, None, chain=chain, position=n)
         ps.rejected = fs.expect_rejected  # the fixture's own claim, as written
         if fs.expect or fs.expect_rejected or fs.logs_match:
             ps.checks.append(Check(fs.index, fs.expect, fs.expect_rejected, fs.logs_match))

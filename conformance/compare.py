@@ -33,15 +33,44 @@ def _join(path: str, key: Any) -> str:
 
 def matches(expected: Any, actual: Any) -> bool:
     """Whether ``actual`` shows ``expected`` (the rules of ``first_divergence``), without
-    building field paths: the common case, checked first, costs one walk."""
+    building field paths: the common case, checked first.
+
+    A field whose whole value equals the expectation is settled by one equality test (done
+    in C, however deep the value); only a ``True``/``False`` expected where a number came
+    (equal in Python, not in JSON) is then looked for."""
     kind = type(expected)
     if kind is dict and type(actual) is dict:
-        return all(key in actual and matches(value, actual[key]) for key, value in expected.items())
+        for key, value in expected.items():
+            if key not in actual:
+                return False
+            got = actual[key]
+            if value == got:
+                vkind = type(value)
+                if vkind is dict:
+                    if _bool_as_number(value, got):
+                        return False
+                elif vkind is bool and type(got) is not bool:
+                    return False
+            elif not matches(value, got):
+                return False
+        return True
     if kind in _PLAIN:
         return not (expected != actual or (kind is bool and type(actual) is not bool))
     if isinstance(expected, Mapping):
         return _first(expected, actual, "") is None
     return not (expected != actual or (type(expected) is bool and type(actual) is not bool))
+
+
+def _bool_as_number(expected: dict[Any, Any], actual: dict[Any, Any]) -> bool:
+    """In two equal dicts, whether a ``bool`` of ``expected`` is a number in ``actual``."""
+    for key, value in expected.items():
+        vkind = type(value)
+        if vkind is bool:
+            if type(actual[key]) is not bool:
+                return True
+        elif vkind is dict and _bool_as_number(value, actual[key]):
+            return True
+    return False
 
 
 def first_divergence(expected: Any, actual: Any, path: str = "") -> Divergence | None:

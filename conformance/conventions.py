@@ -21,6 +21,7 @@ using an optional step field the implementation does not honour skips the fixtur
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import MISSING, dataclass, fields
@@ -48,6 +49,13 @@ class Conventions:
     @classmethod
     def of(cls, description: Description) -> Conventions:
         raw = description.conventions or {}
+        try:
+            return _checked(tuple(sorted(raw.items())))
+        except TypeError:  # an unhashable value: checked (and refused) below
+            return cls._check(raw)
+
+    @classmethod
+    def _check(cls, raw: dict[str, Any]) -> Conventions:
         unknown = set(raw) - {f.name for f in fields(cls)}
         if unknown:
             raise ConventionError(f"unknown conventions: {', '.join(sorted(unknown))}")
@@ -59,6 +67,12 @@ class Conventions:
         if out.offline_role not in OFFLINE_ROLE:
             raise ConventionError(f"offline_role must be one of {OFFLINE_ROLE}")
         return out
+
+
+@functools.lru_cache(maxsize=64)
+def _checked(items: tuple[tuple[str, Any], ...]) -> Conventions:
+    """``Conventions.of`` is asked at every step: declared conventions are checked once."""
+    return Conventions._check(dict(items))
 
 
 _AT_EPOCH = re.compile(r"@(-?\d+)$")

@@ -25,10 +25,10 @@ from reference_impl import (
     config_from_dict,
     initial_state,
     observe,
-    step_from_dict,
 )
 
 from .adapter import Adapter, AdapterError, Description, StepResult
+from .wire import parsed_step
 
 ALL_GENERATIONS = tuple(g.value for g in Generation)
 
@@ -69,7 +69,7 @@ class ReferenceAdapter(Adapter):
         if self._state is None:
             raise AdapterError("step before reset")
         try:
-            parsed = step_from_dict(step)
+            parsed = parsed_step(step)
         except StepFormatError as exc:
             raise AdapterError(f"malformed step: {exc}") from None
         try:

@@ -19,8 +19,11 @@ it selected.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from reference_impl import State
 
 from .adapter import Adapter, Description
 from .coarsen import Plan, PlanStep
@@ -120,7 +123,7 @@ def judge(
         where = {"step": fs.number, "kind": fs.step.kind, "line": fs.line, "why": fs.why or "", "rules": rules}
         if ps.internal:
             if frontier is not None:
-                frontier.step(ps.step, ps.state, internal=True)
+                frontier.step(ps.step, _state_of(ps), internal=True)
         else:
             do = wire_step(ps.step, produced)
             try:
@@ -172,7 +175,7 @@ def judge(
             observation = normalise(answer.observation, description, fixture.config.replicas)
             _safety(result, monitor, do, observation, where)
             if frontier is not None:
-                frontier.step(ps.step, ps.state)
+                frontier.step(ps.step, _state_of(ps))
         if safety_only or observation is None:
             continue
         for check in ps.checks:
@@ -189,20 +192,27 @@ def judge(
                     result.failures.append({**failure, "actual": _show(found.actual)})
             if not check.expect:
                 continue
-            expected = comparable(adjust_expected(check.expect, description, observation, _roles(ps.observation)))
+            roles = _roles(ps.observation) if description.role_fields else {}
+            expected = comparable(adjust_expected(check.expect, description, observation, roles))
             exact = all_divergences(expected, observation)
             for d in exact:
                 result.failures.append(
                     {**cwhere, "level": "exact", "field": d.path, "expected": d.expected, "actual": _show(d.actual)}
                 )
-            if frontier is None or not (n == last_check or _quiescent(ps.observation)):
+            if frontier is None:
+                continue
+            when = None if n == last_check else ps.quiescent
+            if not exact:  # the reference's own path matches: no verdict, the filter can wait
+                frontier.keep(_settled_of(expected), observation, when)
                 continue
             part = settled_part(expected)
             if not part:
                 continue
-            misses = all_divergences(part, observation) if exact else []
+            misses = all_divergences(part, observation)
             if not misses:
-                frontier.keep(part, observation)  # the reference's own path matches: no verdict
+                frontier.keep(part, observation, when)
+            elif not (n == last_check or ps.quiescent()):
+                continue
             elif not frontier.match(part, observation):
                 for d in misses:
                     result.failures.append(
@@ -227,9 +237,14 @@ def _next_cover(lowered: Plan, n: int) -> int:
     return lowered.steps[n - 1].covers[-1] if n else 0
 
 
-def _quiescent(observation: dict[str, Any] | None) -> bool:
-    flight = (observation or {}).get("in_flight") or {}
-    return not any(flight.get(k) for k in ("fetch_responses", "epoch_responses", "leader_and_isr"))
+def _settled_of(expected: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    """The settled part of ``expected``, cut only if the frontier is ever needed."""
+    return lambda: settled_part(expected)
+
+
+def _state_of(ps: PlanStep) -> Callable[[], State]:
+    """The reference's state after ``ps``, computed only if the frontier is ever needed."""
+    return lambda: ps.state
 
 
 def _safety(

@@ -119,6 +119,8 @@ def _show(value: Any) -> Any:
 
 def comparable(expect: dict[str, Any], description: Description) -> dict[str, Any]:
     """The part of an expectation this implementation reports (its capabilities)."""
+    if _all_reported(expect, description):
+        return expect  # the common case (every field reported): nothing to cut, nothing copied
     out: dict[str, Any] = {}
     for key, value in expect.items():
         if key not in description.fields:
@@ -134,6 +136,19 @@ def comparable(expect: dict[str, Any], description: Description) -> dict[str, An
         else:
             out[key] = value
     return out
+
+
+def _all_reported(expect: dict[str, Any], description: Description) -> bool:
+    fields = description.field_set
+    if not expect.keys() <= fields:
+        return False
+    replicas = expect.get("replicas")
+    if replicas is None:
+        return True
+    wanted = description.replica_field_set
+    return isinstance(replicas, dict) and all(
+        isinstance(r, dict) and r and r.keys() <= wanted for r in replicas.values()
+    )
 
 
 def skip_reason(fixture: Fixture, description: Description) -> str | None:

@@ -36,6 +36,9 @@ PROPERTIES: dict[str, str] = {
     "SAFE-EPOCH-CACHE": "epoch cache epochs and start offsets strictly increase, none starts past leo "
     "(EpochCacheMonotonic)",
 }
+_MAPPING = (dict, Mapping)
+"""``isinstance`` against this settles a plain dict (every decoded observation) without the
+slower abstract-class check."""
 WEAK_GENERATIONS: dict[str, frozenset[str]] = {"hw-truncation": frozenset({"SAFE-STRONG-ISR", "SAFE-ACKED"})}
 
 
@@ -96,14 +99,14 @@ class SafetyMonitor:
                 self._pending[str(step["id"])] = appended
                 self._acks_all.add(str(step["id"]))
         producer = obs.get("producer")
-        if isinstance(producer, Mapping):
+        if isinstance(producer, _MAPPING):
             for pid, records in list(self._pending.items()):
                 if producer.get(pid) == "acked":
                     for offset, record in records:
                         self.committed.setdefault(offset, record)
                     del self._pending[pid]
         consumer = obs.get("consumer")
-        if kind == "consume" and isinstance(consumer, Mapping) and isinstance(consumer.get("records"), list):
+        if kind == "consume" and isinstance(consumer, _MAPPING) and isinstance(consumer.get("records"), list):
             offset = consumer.get("offset") or 0
             for i, record in enumerate(consumer["records"]):
                 self.committed.setdefault(offset + i, record)
@@ -158,7 +161,7 @@ def _start(rep: Mapping[str, Any]) -> int:
 
 def _replica(obs: Mapping[str, Any], name: Any) -> dict[str, Any] | None:
     reps = obs.get("replicas")
-    if not isinstance(reps, Mapping) or name is None:
+    if not isinstance(reps, _MAPPING) or name is None:
         return None
     rep = reps.get(name)
     return rep if isinstance(rep, dict) else None
@@ -179,14 +182,14 @@ def _current_leader(obs: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None
 
 
 def _int(value: Any) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
+    return type(value) is int or (isinstance(value, int) and not isinstance(value, bool))
 
 
 def _state_findings(obs: Mapping[str, Any], replicas: Sequence[str], lost_tails: bool = False) -> Iterator[Finding]:
     reps = obs.get("replicas")
-    reps = reps if isinstance(reps, Mapping) else {}
+    reps = reps if isinstance(reps, _MAPPING) else {}
     for name, rep in reps.items():
-        if not isinstance(rep, Mapping):
+        if not isinstance(rep, _MAPPING):
             continue
         hw, leo, log = rep.get("hw"), rep.get("leo"), rep.get("log")
         if _int(hw) and _int(leo) and hw > leo:
@@ -201,7 +204,7 @@ def _state_findings(obs: Mapping[str, Any], replicas: Sequence[str], lost_tails:
                 yield Finding("SAFE-EPOCH-CACHE", f"{name} epoch cache entry {cache[-1]} starts past leo={leo}")
     leaders: dict[Any, str] = {}
     for name, rep in reps.items():
-        if not isinstance(rep, Mapping) or rep.get("role") != "leader" or rep.get("online") is False:
+        if not isinstance(rep, _MAPPING) or rep.get("role") != "leader" or rep.get("online") is False:
             continue
         if "online" not in rep or "leader_epoch" not in rep:
             continue
@@ -217,7 +220,7 @@ def _state_findings(obs: Mapping[str, Any], replicas: Sequence[str], lost_tails:
         if _int(hw) and isinstance(log, list) and "online" in lrep and "role" in lrep:
             for member in isr:
                 mrep = reps.get(member) if member != lname else None
-                if not isinstance(mrep, Mapping) or mrep.get("online") is not True:
+                if not isinstance(mrep, _MAPPING) or mrep.get("online") is not True:
                     continue
                 mlog = mrep.get("log")
                 if not isinstance(mlog, list):
@@ -239,11 +242,11 @@ def _transition_findings(before: Mapping[str, Any], obs: Mapping[str, Any]) -> I
     if _int(e0) and _int(e1) and e1 < e0:
         yield Finding("SAFE-EPOCHS-INCREASE", f"controller epoch {e0} -> {e1}")
     old_reps, new_reps = before.get("replicas"), obs.get("replicas")
-    if not isinstance(old_reps, Mapping) or not isinstance(new_reps, Mapping):
+    if not isinstance(old_reps, _MAPPING) or not isinstance(new_reps, _MAPPING):
         return
     for name, old in old_reps.items():
         new = new_reps.get(name)
-        if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+        if not isinstance(old, _MAPPING) or not isinstance(new, _MAPPING):
             continue
         a, b = old.get("leader_epoch"), new.get("leader_epoch")
         if _int(a) and _int(b) and b < a:
@@ -264,7 +267,7 @@ def _transition_findings(before: Mapping[str, Any], obs: Mapping[str, Any]) -> I
 def _consumer_findings(obs: Mapping[str, Any]) -> list[Finding]:
     consumer = obs.get("consumer")
     leader = _current_leader(obs)
-    if not isinstance(consumer, Mapping) or leader is None or not isinstance(consumer.get("records"), list):
+    if not isinstance(consumer, _MAPPING) or leader is None or not isinstance(consumer.get("records"), list):
         return []
     hw = leader[1].get("hw")
     offset = consumer.get("offset") or 0

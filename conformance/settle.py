@@ -19,7 +19,7 @@ run goes on). The set is capped at ``FRONTIER_CAP`` states, the plain reference 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -110,19 +110,29 @@ class Frontier:
             layer = nxt
         return list(seen)
 
-    def step(self, step: Step, main: State | None, internal: bool = False) -> None:
-        """Apply a visible step (or, ``internal``, one the implementation did by itself)."""
+    def step(self, step: Step, main: State | Callable[[], State] | None, internal: bool = False) -> None:
+        """Apply a visible step (or, ``internal``, one the implementation did by itself).
+        ``main``: the reference's own state after it, or a function computing it (called
+        only if the set is ever needed)."""
         self._pending.append(("step", step, main, internal))
 
     def include(self, state: State) -> None:
         """Add ``state`` to the set (first) if it is not there already."""
         self._pending.append(("include", state))
 
-    def keep(self, expected: dict[str, Any], observed: dict[str, Any]) -> None:
+    def keep(
+        self,
+        expected: dict[str, Any] | Callable[[], dict[str, Any]],
+        observed: dict[str, Any],
+        when: Callable[[], bool] | None = None,
+    ) -> None:
         """Keep the states that show ``observed`` on the fields ``expected`` names, where
         ``observed`` already equals ``expected`` there (so some state matches: no verdict
-        to give, the filtering can wait)."""
-        self._pending.append(("keep", expected, observed))
+        to give, the filtering can wait). ``expected`` may be a function computing it, and
+        ``when`` a condition decided at that point of the run: both are called only if the
+        set is ever needed (the judge filters at quiescent points, on the settled fields;
+        an empty expectation filters nothing)."""
+        self._pending.append(("keep", expected, observed, when))
 
     def match(self, expected: dict[str, Any], observed: dict[str, Any]) -> bool:
         """Whether some state shows ``observed`` on the fields ``expected`` names; keep those."""
@@ -139,12 +149,16 @@ class Frontier:
             elif kind == "include":
                 if args[0] not in self._states:
                     self._states.insert(0, args[0])
-            else:
-                self._filter(*args)
+            elif args[2] is None or args[2]():
+                expected = args[0]() if callable(args[0]) else args[0]
+                if expected:
+                    self._filter(expected, args[1])
         return self._states
 
-    def _step_now(self, step: Step, main: State | None, internal: bool) -> None:
+    def _step_now(self, step: Step, main: State | Callable[[], State] | None, internal: bool) -> None:
         assert self._states is not None
+        if main is not None and not isinstance(main, State):
+            main = main()
         moved = []
         for s in self._states:
             if main is not None and s is self._main:

@@ -9,18 +9,47 @@ from 1 (spec/adapter-protocol.md, "Steps on the wire").
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
-from reference_impl import Step
+from reference_impl import Step, step_from_dict
+
+_NAMES: dict[type, tuple[str, ...]] = {}
 
 
-def wire_step(step: Step, produced: int) -> dict[str, Any]:
+def _names(cls: type) -> tuple[str, ...]:
+    names = _NAMES.get(cls)
+    if names is None:
+        names = _NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
+
+
+class WireStep(dict[str, Any]):
+    """A step as sent (plain data), remembering the ``Step`` it says: an in-process adapter
+    over the reference takes that instead of parsing the data again (``parsed_step``)."""
+
+    __slots__ = ("parsed",)
+
+    parsed: Step
+
+
+def parsed_step(data: Mapping[str, Any]) -> Step:
+    """The ``Step`` that ``data`` says; raises ``StepFormatError`` for bad data."""
+    if type(data) is WireStep:
+        return data.parsed
+    return step_from_dict(data)
+
+
+def wire_step(step: Step, produced: int) -> WireStep:
     """``step`` in full; ``produced`` is how many produce steps were accepted before it."""
-    out: dict[str, Any] = {"kind": step.kind}
-    for f in fields(step):
-        value = getattr(step, f.name)
-        out[f.name] = list(value) if isinstance(value, tuple) else value
+    out = WireStep(kind=step.kind)
+    for name in _names(type(step)):
+        value = getattr(step, name)
+        out[name] = list(value) if isinstance(value, tuple) else value
     if step.kind == "produce" and out.get("id") is None:
         out["id"] = f"p{produced + 1}"
+        step = dataclasses.replace(step, id=out["id"])
+    out.parsed = step
     return out

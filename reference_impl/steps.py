@@ -10,7 +10,7 @@ adapter protocol; ``step_from_dict`` / ``step_to_dict`` convert plain data.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, Field, dataclass, fields
 from typing import Any, ClassVar
 
 from .errors import StepFormatError
@@ -231,6 +231,12 @@ def _check_str(kind: str, name: str, value: Any) -> str:
     return value
 
 
+_FIELDS: dict[type, tuple[tuple[Field[Any], ...], frozenset[str]]] = {
+    cls: (fields(cls), frozenset({"kind", *(f.name for f in fields(cls))})) for cls in STEP_TYPES.values()
+}
+"""Each step type's fields, and the keys a step's data may have (``kind`` and the fields)."""
+
+
 def step_from_dict(data: Mapping[str, Any]) -> Step:
     """Build a step from plain data: ``{"kind": "fetch", "replica": "B"}``.
 
@@ -242,12 +248,12 @@ def step_from_dict(data: Mapping[str, Any]) -> Step:
     if kind not in STEP_TYPES:
         raise StepFormatError("kind", f"unknown step kind {kind!r} (one of: {', '.join(STEP_TYPES)})")
     cls = STEP_TYPES[kind]
-    allowed = {f.name for f in fields(cls)}
-    extra = sorted(set(data) - allowed - {"kind"})
-    if extra:
-        raise StepFormatError(extra[0], f"{kind}: unknown field (allowed: {', '.join(sorted(allowed))})")
+    step_fields, allowed = _FIELDS[cls]
+    if not data.keys() <= allowed:
+        extra = sorted(set(data) - allowed)
+        raise StepFormatError(extra[0], f"{kind}: unknown field (allowed: {', '.join(sorted(allowed - {'kind'}))})")
     kwargs: dict[str, Any] = {}
-    for f in fields(cls):
+    for f in step_fields:
         if f.name not in data:
             continue
         value = data[f.name]
@@ -283,7 +289,7 @@ def step_from_dict(data: Mapping[str, Any]) -> Step:
         elif value is not None:
             value = _check_str(kind, f.name, value)
         kwargs[f.name] = value
-    missing = [f.name for f in fields(cls) if f.name not in kwargs and f.default is MISSING]
+    missing = [f.name for f in step_fields if f.name not in kwargs and f.default is MISSING]
     if missing:
         raise StepFormatError(missing[0], f"{kind}: required field is missing")
     return cls(**kwargs)  # type: ignore[no-any-return]
@@ -292,7 +298,8 @@ def step_from_dict(data: Mapping[str, Any]) -> Step:
 def step_to_dict(step: Step) -> dict[str, Any]:
     """The plain-data form of a step, omitting fields left at their defaults."""
     out: dict[str, Any] = {"kind": step.kind}
-    for f in fields(step):
+    known = _FIELDS.get(type(step))
+    for f in known[0] if known is not None else fields(step):
         value = getattr(step, f.name)
         if value == f.default:
             continue

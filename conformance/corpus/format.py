@@ -103,33 +103,40 @@ def _diff(before: Mapping[str, Any], after: Mapping[str, Any], path: Path, out: 
 
 def apply_changes(observation: Mapping[str, Any], changes: Sequence[Any], field: str) -> dict[str, Any]:
     """A new observation with ``changes`` applied; the input is not modified (copy on
-    write along each changed path). Raises ``ValueError`` naming the bad change."""
+    write along each changed path: a mapping is copied the first time a change goes
+    through it). Raises ``ValueError`` naming the bad change."""
     root = dict(observation)
-    copied: set[tuple[str, ...]] = {()}
+    fresh: dict[int, dict[str, Any]] = {id(root): root}
+    """The mappings copied here (ours to change), by id; held so no id is reused."""
     for i, change in enumerate(changes):
-        where = f"{field}[{i}]"
-        if not isinstance(change, list) or len(change) not in (1, 2):
-            raise ValueError(f"{where}: a change is [path, value] or [path], got {change!r}")
+        if type(change) is not list or len(change) not in (1, 2):
+            raise ValueError(f"{field}[{i}]: a change is [path, value] or [path], got {change!r}")
         path = change[0]
-        if not isinstance(path, list) or not path or not all(isinstance(p, str) for p in path):
-            raise ValueError(f"{where}: the path must be a non-empty list of field names, got {path!r}")
+        if type(path) is not list or not path:
+            raise ValueError(f"{field}[{i}]: the path must be a non-empty list of field names, got {path!r}")
         node = root
-        for depth, key in enumerate(path[:-1]):
+        last = len(path) - 1
+        for depth, key in enumerate(path):
+            if type(key) is not str:
+                raise ValueError(f"{field}[{i}]: the path must be a non-empty list of field names, got {path!r}")
+            if depth == last:
+                break
             child = node.get(key)
-            if not isinstance(child, dict):
-                raise ValueError(f"{where}: {'.'.join(path[: depth + 1])} is not a mapping in the previous observation")
-            prefix = tuple(path[: depth + 1])
-            if prefix not in copied:
+            if type(child) is not dict:
+                raise ValueError(
+                    f"{field}[{i}]: {'.'.join(path[: depth + 1])} is not a mapping in the previous observation"
+                )
+            if id(child) not in fresh:
                 child = dict(child)
                 node[key] = child
-                copied.add(prefix)
+                fresh[id(child)] = child
             node = child
         if len(change) == 2:
             node[path[-1]] = change[1]
         elif path[-1] in node:
             del node[path[-1]]
         else:
-            raise ValueError(f"{where}: cannot remove {'.'.join(path)}: not in the previous observation")
+            raise ValueError(f"{field}[{i}]: cannot remove {'.'.join(path)}: not in the previous observation")
     return root
 
 
