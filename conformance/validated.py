@@ -41,7 +41,12 @@ def cache_dir() -> Path | None:
 def _cache_dir(configured: str | None, xdg_cache_home: str | None) -> Path | None:
     if configured is not None:
         return Path(configured) if configured else None
-    return Path(xdg_cache_home or Path.home() / ".cache") / "kconform"
+    if xdg_cache_home:
+        return Path(xdg_cache_home) / "kconform"
+    try:
+        return Path.home() / ".cache" / "kconform"
+    except RuntimeError:  # no home folder to be found: no cache
+        return None
 
 
 @functools.cache

@@ -120,12 +120,13 @@ SMALL = 64
 
 
 def _memo(state: State) -> dict[str, Any]:
-    memo: dict[str, Any] | frozenset[str] | None = state.__dict__.get(MEMO)
-    if memo is None:
-        memo = state.__dict__[MEMO] = {}
-    elif memo is CLEAN_ONLY:
-        memo = state.__dict__[MEMO] = {CLEAN: True}
-    return memo
+    """The state's memo, as a dict that may be written to."""
+    memo = state.__dict__.get(MEMO)
+    if isinstance(memo, dict):
+        return memo
+    fresh: dict[str, Any] = {} if memo is None else {CLEAN: True}  # None, or CLEAN_ONLY
+    state.__dict__[MEMO] = fresh
+    return fresh
 
 
 def _acked_not_lost_incremental(state: State, before: State) -> list[Violation]:
