@@ -16,6 +16,8 @@ ratios, not absolute figures across runs.
     .venv/bin/python benchmarks/bench_replay.py --sizes 10000 100000 1000000 --workers 2
 
 Results are appended to ``out/bench-replay/results.jsonl`` and printed as a table.
+``--corpus 1000000=out/c1m`` replays a corpus made earlier (its generation measured then)
+instead of generating one.
 """
 
 from __future__ import annotations
@@ -154,12 +156,20 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--out", type=Path, default=Path("out/bench-replay"))
+    parser.add_argument(
+        "--corpus",
+        action="append",
+        default=[],
+        metavar="SIZE=PATH",
+        help="replay this existing corpus for SIZE instead of generating one (e.g. a 1M corpus made earlier)",
+    )
     args = parser.parse_args()
+    given = {int(size): Path(path) for size, path in (item.split("=", 1) for item in args.corpus)}
     args.out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     with (args.out / "results.jsonl").open("a", encoding="utf-8") as log:
         for size in args.sizes:
-            corpus = corpus_for(size, args.out, args.workers, rows)
+            corpus = given[size] if size in given else corpus_for(size, args.out, args.workers, rows)
             for mode in args.modes:
                 row = replay(size, corpus, mode, args.out, args.workers, args.master)
                 rows.append(row)

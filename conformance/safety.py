@@ -16,7 +16,6 @@ Kafka before 0.11 loses acknowledged writes (KIP-101), which is what that genera
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
@@ -182,7 +181,21 @@ def _current_leader(obs: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None
 
 
 def _int(value: Any) -> TypeGuard[int]:
-    return type(value) is int or (isinstance(value, int) and not isinstance(value, bool))
+    return value.__class__ is int or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _pairs(cache: list[Any]) -> bool:
+    """Whether every epoch cache entry is an ``[epoch, start offset]`` pair."""
+    return all(isinstance(entry, list) and len(entry) == 2 for entry in cache)
+
+
+def _strictly_increasing(cache: list[list[Any]]) -> bool:
+    previous = cache[0]
+    for entry in cache[1:]:
+        if not (previous[0] < entry[0] and previous[1] < entry[1]):
+            return False
+        previous = entry
+    return True
 
 
 def _state_findings(obs: Mapping[str, Any], replicas: Sequence[str], lost_tails: bool = False) -> Iterator[Finding]:
@@ -192,15 +205,15 @@ def _state_findings(obs: Mapping[str, Any], replicas: Sequence[str], lost_tails:
         if not isinstance(rep, _MAPPING):
             continue
         hw, leo, log = rep.get("hw"), rep.get("leo"), rep.get("log")
-        if _int(hw) and _int(leo) and hw > leo:
+        if _int(leo) and _int(hw) and hw > leo:
             yield Finding("SAFE-HW-LE-LEO", f"{name} hw={hw} > leo={leo}")
         if _int(leo) and isinstance(log, list) and len(log) != leo - _start(rep):
             yield Finding("SAFE-LOG-LEO", f"{name} leo={leo} but its log has {len(log)} records from {_start(rep)}")
         cache = rep.get("epoch_cache")
-        if isinstance(cache, list) and all(isinstance(e, list) and len(e) == 2 for e in cache):
-            if any(not (a[0] < b[0] and a[1] < b[1]) for a, b in itertools.pairwise(cache)):
+        if isinstance(cache, list) and cache and _pairs(cache):
+            if not _strictly_increasing(cache):
                 yield Finding("SAFE-EPOCH-CACHE", f"{name} epoch cache {cache} does not strictly increase")
-            elif cache and _int(leo) and cache[-1][1] > leo:
+            elif _int(leo) and cache[-1][1] > leo:
                 yield Finding("SAFE-EPOCH-CACHE", f"{name} epoch cache entry {cache[-1]} starts past leo={leo}")
     leaders: dict[Any, str] = {}
     for name, rep in reps.items():

@@ -79,6 +79,20 @@ def corpus_files(paths: Iterable[Path]) -> list[Path]:
     return out
 
 
+def manifest_revisions(files: Iterable[Path]) -> dict[str, str]:
+    """Per corpus folder holding ``files``, the ``reference_revision`` its manifest records
+    (folders without a manifest or without the field are left out)."""
+    out: dict[str, str] = {}
+    for folder in dict.fromkeys(f.parent for f in files):
+        try:
+            revision = json.loads((folder / MANIFEST).read_text(encoding="utf-8")).get("reference_revision")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(revision, str):
+            out[str(folder)] = revision
+    return out
+
+
 def _manifest_counts(folder: Path) -> dict[str, int]:
     try:
         data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
