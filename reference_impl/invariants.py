@@ -306,8 +306,8 @@ def _holds_since(state: State, before: State) -> bool:
     ):
         # Nothing any invariant reads changed (about half the steps: a tick, a refused
         # produce, a fetch that parks...): all hold, and the memos stay true.
-        before_memo = before.__dict__[MEMO]
-        state.__dict__[MEMO] = before_memo if before_memo is CLEAN_ONLY else dict(before_memo)
+        kept = before.__dict__[MEMO]
+        state.__dict__[MEMO] = kept if kept is CLEAN_ONLY else dict(kept)
         return True
     changed: list[str] = []
     leaders = 0
@@ -376,13 +376,13 @@ def _holds_since(state: State, before: State) -> bool:
         return False
     before_memo: dict[str, Any] | frozenset[str] = before.__dict__[MEMO]
     fields = state.__dict__
-    if len(before_memo) > 1:  # it holds more than CLEAN: history memos to carry over
+    if isinstance(before_memo, dict) and len(before_memo) > 1:  # more than CLEAN: history memos to carry
         memo = _memo(state)
         memo[CLEAN] = True
         if carry_acked and "AckedNotLost" in before_memo:
-            memo["AckedNotLost"] = before_memo["AckedNotLost"]  # type: ignore[index]
+            memo["AckedNotLost"] = before_memo["AckedNotLost"]
         if carry_consumer and "ConsumerBelowHw" in before_memo:
-            memo["ConsumerBelowHw"] = before_memo["ConsumerBelowHw"]  # type: ignore[index]
+            memo["ConsumerBelowHw"] = before_memo["ConsumerBelowHw"]
     elif MEMO in fields:  # the history invariants left results here (or it was checked before)
         if fields[MEMO] is not CLEAN_ONLY:
             fields[MEMO][CLEAN] = True
