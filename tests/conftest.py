@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
 from hypothesis import HealthCheck, settings
@@ -13,4 +15,6 @@ settings.load_profile(os.environ.get("KCONFORM_HYPOTHESIS_PROFILE", "default"))
 
 # conformance/validated.py remembers fixture texts that fit the schemas: a fresh cache per
 # session, never the user's (a test must see the schema check run).
-os.environ.setdefault("KCONFORM_CACHE_DIR", tempfile.mkdtemp(prefix="kconform-test-cache-"))
+if "KCONFORM_CACHE_DIR" not in os.environ:
+    os.environ["KCONFORM_CACHE_DIR"] = tempfile.mkdtemp(prefix="kconform-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["KCONFORM_CACHE_DIR"], ignore_errors=True)
