@@ -155,3 +155,27 @@ def test_the_zoo_is_caught_at_settled_except_the_timing_difference() -> None:
             assert failed == [] and highest_level([r.levels for r in results]) == "settled"
         else:
             assert failed, f"{name} passes settled"
+
+
+def test_a_run_that_matches_every_expectation_never_runs_the_reference_beside_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The plan of a fixture run as written computes the reference's states only when a
+    verdict needs them (coarsen._Chain): on a matching run, only the implementation works.
+    A run that differs still gets its settled verdict from those states."""
+    import conformance.coarsen as coarsen
+
+    applied = Counter[str]()
+    real_apply = coarsen.apply
+
+    def counting(state, step):  # type: ignore[no-untyped-def]
+        applied[step.kind] += 1
+        return real_apply(state, step)
+
+    monkeypatch.setattr(coarsen, "apply", counting)
+    _, results = run_fixtures(ReferenceAdapter(), "reference", FIXTURES, level="settled")
+    assert Counter(r.outcome for r in results) == Counter({"passed": len(FIXTURES)})
+    assert not applied
+    early = _run("shape-early-answer", "settled")  # differs step by step, settles
+    assert [(r.fixture, r.reason) for r in early if r.outcome != "passed"] == []
+    assert applied  # the frontier needed the reference's own path there
