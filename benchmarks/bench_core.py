@@ -31,6 +31,11 @@ Figures (best of ``--repeat`` runs each):
 
 Every per-step figure is CPU time of the worker (``time.process_time``): on a machine
 shared with other work, wall time mostly measures the waiting for a core.
+
+A baseline older than some step kinds (``103febc`` knows 13 of today's 15) gets mixed
+traces drawn from the kinds both versions know, and only traces the baseline replays
+without a rejection are kept (its rules differ in places): the figures' heading says how
+many were drawn.
 """
 
 from __future__ import annotations
@@ -262,6 +267,19 @@ def _run_wall(root: Path, repeat: int) -> tuple[float, float]:
     return best, best_cpu
 
 
+def probe(workloads_path: Path) -> list[int]:
+    """The positions of the mixed traces this checkout replays without an error."""
+    data = json.loads(workloads_path.read_text(encoding="utf-8"))
+    fine = []
+    for i, trace in enumerate(data["mixed"]):
+        try:
+            _replay(_load([trace]), checked=False)
+        except Exception:  # any failure (a rejection by older rules) drops the trace
+            continue
+        fine.append(i)
+    return fine
+
+
 def worker(root: Path, workloads_path: Path, long: int, repeat: int, fuzz_examples: int) -> dict[str, Any]:
     from workloads import COMMON_CONFIG, long_trace
 
@@ -311,6 +329,43 @@ def worker(root: Path, workloads_path: Path, long: int, repeat: int, fuzz_exampl
 
 
 # --- the driver ----------------------------------------------------------------------
+
+
+def _step_kinds(root: Path) -> frozenset[str]:
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    code = "import json; from reference_impl.steps import STEP_TYPES; print(json.dumps(list(STEP_TYPES)))"
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, check=True)
+    return frozenset(json.loads(done.stdout))
+
+
+def _probe(root: Path, workloads: Path) -> list[int]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(ROOT / "benchmarks")])}
+    command = [sys.executable, str(Path(__file__).resolve()), "--probe", str(workloads)]
+    done = subprocess.run(command, env=env, cwd=root, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def _write_workloads(path: Path, count: int, baseline: Path | None) -> str:
+    """The workloads file; returns a note on the mixed traces when a baseline needed fewer kinds."""
+    from workloads import common_traces, mixed_traces
+
+    common = common_traces(count)
+    kinds = _step_kinds(baseline) if baseline is not None else None
+    if kinds is None or kinds >= _step_kinds(ROOT):
+        path.write_text(json.dumps({"mixed": mixed_traces(count), "common": common}))
+        return ""
+    drawn: list[dict[str, Any]] = []
+    kept: list[dict[str, Any]] = []
+    while len(kept) < count and len(drawn) < 100 * count:
+        batch = mixed_traces(count * 5, seed=7 + len(drawn), kinds=kinds)
+        drawn += batch
+        path.write_text(json.dumps({"mixed": batch, "common": []}))
+        kept += [batch[i] for i in _probe(baseline, path)]  # type: ignore[arg-type]
+    path.write_text(json.dumps({"mixed": kept[:count], "common": common}))
+    return (
+        f"mixed: {min(count, len(kept))} traces of the {len(kinds)} step kinds the baseline knows, "
+        f"the first its rules accept of {len(drawn)} drawn"
+    )
 
 
 def _run_worker(root: Path, workloads: Path, args: argparse.Namespace, long: int) -> dict[str, Any]:
@@ -372,7 +427,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds of both versions (default 2)")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--workloads", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--probe", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+
+    if args.probe is not None:
+        json.dump(probe(args.probe), sys.stdout)
+        return
 
     if args.worker is not None:
         json.dump(worker(args.worker, args.workloads, args.long, args.repeat, args.fuzz_examples), sys.stdout)
@@ -380,20 +440,23 @@ def main() -> None:
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from tabulate import tabulate
-    from workloads import common_traces, mixed_traces
 
     out_dir = ROOT / "out" / "bench"
     out_dir.mkdir(parents=True, exist_ok=True)
     workloads = out_dir / "workloads.json"
-    workloads.write_text(json.dumps({"mixed": mixed_traces(args.mixed), "common": common_traces(args.mixed)}))
+    note = ""
 
     columns: list[tuple[str, dict[str, Any]]] = []
-    if args.baseline != "none":
+    if args.baseline == "none":
+        _write_workloads(workloads, args.mixed, None)
+        columns.append(("this checkout", _best_of([_run_worker(ROOT, workloads, args, args.long)])))
+    else:
         tmp = Path(tempfile.mkdtemp(prefix="kconform-baseline-"))
         subprocess.run(
             ["git", "worktree", "add", "--detach", str(tmp), args.baseline], cwd=ROOT, check=True, capture_output=True
         )
         try:
+            note = _write_workloads(workloads, args.mixed, tmp)
             # Alternate the two versions round by round and keep each figure's best, so a
             # change in the machine's load between two workers does not decide the ratio.
             old: list[dict[str, Any]] = []
@@ -404,8 +467,6 @@ def main() -> None:
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(tmp)], cwd=ROOT, check=False)
         columns = [(args.baseline, _best_of(old)), ("this checkout", _best_of(new))]
-    else:
-        columns.append(("this checkout", _best_of([_run_worker(ROOT, workloads, args, args.long)])))
 
     figures = [f for f in columns[-1][1] if not f.endswith("floor")]
     for _, results in columns:
@@ -439,6 +500,8 @@ def main() -> None:
     headers = ["figure", *[name for name, _ in columns]]
     if len(columns) == 2:
         headers.append("new/old time")
+    if note:
+        print(note)
     print(tabulate(rows, headers=headers, tablefmt="github"))
 
 

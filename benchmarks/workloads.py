@@ -6,7 +6,8 @@ measures, so old and new code replay identical steps.
 
 - ``mixed``: random 50-step traces: random configs (all generations, 2 or 3 replicas),
   each step drawn from the reference's enabled steps (produce, fetch, deliveries, epoch
-  requests, ticks, crashes, restarts, elections, consumes).
+  requests, ticks, crashes, restarts, elections, consumes), or only from those of the
+  given ``kinds`` (the step kinds an older revision under comparison knows).
 - ``common``: the produce + fetch path of a 3-replica partition in steady state: both
   followers' fetches wait in the purgatory; a producer sends acks=all, which completes
   them; each follower receives the record and fetches again, which moves the HW and
@@ -24,7 +25,9 @@ from reference_impl import Config, Generation, apply, enabled_steps, initial_sta
 COMMON_CONFIG: dict[str, Any] = {"replicas": ["A", "B", "C"], "generation": "leader-epoch"}
 
 
-def mixed_traces(count: int, length: int = 50, seed: int = 7) -> list[dict[str, Any]]:
+def mixed_traces(
+    count: int, length: int = 50, seed: int = 7, kinds: frozenset[str] | None = None
+) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     out = []
     for _ in range(count):
@@ -40,7 +43,10 @@ def mixed_traces(count: int, length: int = 50, seed: int = 7) -> list[dict[str, 
         state = initial_state(config)
         steps = []
         for _ in range(length):
-            step = rng.choice(enabled_steps(state))
+            options = enabled_steps(state)
+            if kinds is not None:
+                options = [s for s in options if s.kind in kinds] or options
+            step = rng.choice(options)
             state = apply(state, step)
             steps.append(step_to_dict(step))
         out.append({"config": config.to_dict(), "steps": steps})

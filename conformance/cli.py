@@ -550,7 +550,13 @@ def _add_report_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``kconform`` parser. With ``command`` naming a command defined here, the corpus
+    commands (``generate``, ``replay``: ``conformance/corpus/cli.py``, whose imports of
+    process pools and corpus readers and writers took a quarter of a ``kconform run``)
+    are left out: nothing that parses or prints that command's arguments shows them.
+    With None (``--help``), a mistyped command or a corpus command, every command is
+    registered."""
     from reference_impl import __version__
 
     parser = argparse.ArgumentParser(
@@ -756,15 +762,23 @@ def build_parser() -> argparse.ArgumentParser:
     dif.add_argument("--format", choices=["terminal", "json"], default="terminal", help="(default: terminal)")
     dif.set_defaults(func=cmd_diff)
 
-    from .corpus.cli import add_commands  # generate, replay (corpora at scale)
+    if command is None or command not in sub.choices:
+        from .corpus.cli import add_commands  # generate, replay (corpora at scale)
 
-    add_commands(sub)
+        add_commands(sub)
     return parser
 
 
+def _command_named(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names: its first argument, unless that is an option (the
+    top-level options, ``--help`` and ``--version``, take no value)."""
+    return argv[0] if argv and not argv[0].startswith("-") else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_named(arguments))
+    args = parser.parse_args(arguments)
     try:
         return int(args.func(args))
     except UsageError as exc:

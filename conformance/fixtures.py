@@ -3,7 +3,8 @@
 Every problem is reported as ``file:line: field: message`` and all problems of a file
 are collected, never a traceback: a fixture author fixes them in one pass. Line
 numbers come from the YAML node marks (``yaml.compose``), so an error deep inside a
-step points at the line of that field.
+step points at the line of that field. A text already found to fit the schema in an
+earlier run is not checked against it again (``validated.py``).
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import yaml
 
 from reference_impl import (
@@ -31,7 +31,11 @@ from reference_impl import (
 )
 from reference_impl.given import normalise
 
+from . import validated
 from .schemas import fixture_fast_path, schema, validator
+
+if TYPE_CHECKING:
+    import jsonschema
 
 PathKey = tuple[str | int, ...]
 
@@ -254,7 +258,11 @@ def load_fixture_file(path: Path) -> list[Fixture]:
     dupes: list[tuple[PathKey, int]] = []
     line_map(node, (), lines, dupes)
     problems = [Problem(file, line, field_path(p), "duplicate key (YAML keeps only the last)") for p, line in dupes]
-    problems += _schema_problems(doc, lines, file)
+    if not validated.fits(text):  # the schema's verdict on this very text, from an earlier run
+        schema_problems = _schema_problems(doc, lines, file)
+        if not schema_problems:
+            validated.remember(text)
+        problems += schema_problems
     if problems:
         raise FixtureError(problems)
     if not isinstance(doc, dict):  # the schema reports this too; kept for the type checker

@@ -18,6 +18,8 @@ from .values import evolve
 
 def in_flight(d: Draft, leader_id: str) -> bool:
     """ISR-ALTER-1: one ISR change in flight at a time (``PartitionState.isInflight``)."""
+    if not d.alter_partitions:
+        return False
     return any(p.leader == leader_id for p in d.alter_partitions)
 
 
@@ -30,7 +32,7 @@ def maximal_isr(d: Draft) -> tuple[str, ...]:
         return isr
     leader = d.controller.leader
     proposed = {r for p in d.alter_partitions if p.leader == leader for r in p.isr}
-    return tuple(r for r in d.config.replicas if r in isr or r in proposed)
+    return tuple([r for r in d.config.replicas if r in isr or r in proposed])
 
 
 def change_isr(d: Draft, leader_id: str, new_isr: tuple[str, ...]) -> bool:
@@ -42,16 +44,16 @@ def change_isr(d: Draft, leader_id: str, new_isr: tuple[str, ...]) -> bool:
     partition epoch (znode version), ``Partition.updateIsr`` (0.10.1, 2.6)."""
     ctrl = d.controller
     if d.profile.isr_change_via_alter_partition:
-        leader = d.replica(leader_id)
+        leader = d.replicas[d.position[leader_id]]
         proposal = AlterPartition(
             leader=leader_id, leader_epoch=leader.leader_epoch, partition_epoch=ctrl.partition_epoch, isr=new_isr
         )
         d.alter_partitions = (*d.alter_partitions, proposal)
-        d.fire("ISR-ALTER-1")
+        d.fired.append("ISR-ALTER-1")
         return False
     # ISR-WRITE-1: the leader's own ZooKeeper write, committed at once.
     d.controller = evolve(ctrl, isr=new_isr, partition_epoch=ctrl.partition_epoch + 1)
-    d.fire("ISR-WRITE-1")
+    d.fired.append("ISR-WRITE-1")
     return True
 
 
@@ -59,4 +61,4 @@ def drop_proposals(d: Draft, leader_id: str) -> None:
     """A leader that crashes or takes a new LeaderAndIsr forgets its proposal (Kafka resets
     ``partitionState`` to the committed state; the controller would refuse it anyway)."""
     if in_flight(d, leader_id):
-        d.alter_partitions = tuple(p for p in d.alter_partitions if p.leader != leader_id)
+        d.alter_partitions = tuple([p for p in d.alter_partitions if p.leader != leader_id])

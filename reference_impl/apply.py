@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import broker, clock, consumer, controller, epoch_leader, follower, isr, producer
-from .draft import Draft
+from .draft import Draft, open_draft
 from .errors import StepRejected
 from .state import State
 from .steps import (
@@ -38,7 +38,7 @@ from .steps import (
 
 def _fetch_round(d: Draft, step: FetchRound) -> None:
     """FETCH-ROUND-1: send a fetch; deliver its response if the leader answered at once."""
-    d.fire("FETCH-ROUND-1")
+    d.fired.append("FETCH-ROUND-1")
     follower.send_fetch(d, step.replica, step.max_records, step.max_wait_ms)
     if any(r.dst == step.replica for r in d.fetch_responses):
         follower.deliver_fetch(d, step.replica)
@@ -46,7 +46,7 @@ def _fetch_round(d: Draft, step: FetchRound) -> None:
 
 def _epoch_round(d: Draft, step: EpochRound) -> None:
     """EPOCH-ROUND-1: send OffsetsForLeaderEpoch and deliver the answer."""
-    d.fire("EPOCH-ROUND-1")
+    d.fired.append("EPOCH-ROUND-1")
     follower.send_epoch_request(d, step.replica)
     if any(r.dst == step.replica for r in d.epoch_responses):
         follower.deliver_epoch(d, step.replica)
@@ -82,7 +82,7 @@ def apply(state: State, step: Step) -> State:
         raise StepRejected(
             "STEP-PRE-1", f"{step.kind}: unknown replica {replica!r} (replicas: {list(state.config.replicas)})"
         )
-    draft = Draft(state)
+    draft = open_draft(state)
     action(draft, step)
     return draft.freeze()
 

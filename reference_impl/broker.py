@@ -16,26 +16,30 @@ from .fetch_purgatory import abort_parked_fetches
 from .purgatory import fail_pending_produces
 from .replica_ops import truncate
 from .roles import become_follower
-from .state import FetchState, Role
+from .state import FETCHING, NO_ROLE
 from .values import evolve
 
 
 def crash(d: Draft, replica_id: str, unflushed_from: int | None = None) -> None:
     """CRASH-1: the broker dies. CRASH-2: with ``unflushed_from``, a power failure also
     loses the log's unflushed tail (log recovery truncates it and the epoch cache)."""
-    replica = d.replica(replica_id)
+    replica = d.replicas[d.position[replica_id]]
     if not replica.online:
         raise StepRejected("CRASH-PRE-1", f"crash: replica {replica_id} is already offline")
     abort_parked_fetches(d, replica_id, error=None)
     fail_pending_produces(d, replica_id, "NETWORK_EXCEPTION", "PRODUCE-6")
     # Its own parked fetches at other leaders stay parked there: that leader does
     # not know; their responses are dropped on arrival (MSG-DROP-1).
-    d.fetch_responses = tuple(r for r in d.fetch_responses if r.dst != replica_id)
-    d.epoch_responses = tuple(r for r in d.epoch_responses if r.dst != replica_id)
-    d.leader_and_isr = tuple(m for m in d.leader_and_isr if m.dst != replica_id)
-    drop_proposals(d, replica_id)
-    d.put(evolve(replica, online=False, role=Role.NONE, progress=(), fetch_state=FetchState.FETCHING))
-    d.fire("CRASH-1")
+    if d.fetch_responses:
+        d.fetch_responses = tuple([r for r in d.fetch_responses if r.dst != replica_id])
+    if d.epoch_responses:
+        d.epoch_responses = tuple([r for r in d.epoch_responses if r.dst != replica_id])
+    if d.leader_and_isr:
+        d.leader_and_isr = tuple([m for m in d.leader_and_isr if m.dst != replica_id])
+    if d.alter_partitions:
+        drop_proposals(d, replica_id)
+    d.put(evolve(replica, online=False, role=NO_ROLE, progress=(), fetch_state=FETCHING))
+    d.fired.append("CRASH-1")
     if unflushed_from is not None:
         if unflushed_from > replica.leo:
             raise StepRejected(
@@ -51,7 +55,7 @@ def restart(d: Draft, replica_id: str) -> None:
     """RESTART-1: the broker starts, HW = its checkpoint (clamped to the LEO), and takes
     the role the controller gives it now. RESTART-2: if the controller had not handled the
     broker's failure yet, it handles it first (CTRL-FAIL-*)."""
-    replica = d.replica(replica_id)
+    replica = d.replicas[d.position[replica_id]]
     if replica.online:
         raise StepRejected("RESTART-PRE-1", f"restart: replica {replica_id} is online")
     if d.controller.leader == replica_id:
@@ -59,23 +63,24 @@ def restart(d: Draft, replica_id: str) -> None:
         # and runs onBrokerFailure before onBrokerStartup; a broker cannot re-register while
         # its old ZooKeeper session or KRaft heartbeat session is alive, and its end is the
         # failure the controller handles.
-        d.fire("RESTART-2")
+        d.fired.append("RESTART-2")
         handle_failures(d, None)
     ctrl = d.controller
-    ctrl = evolve(ctrl, down=tuple(r for r in ctrl.down if r != replica_id))
-    d.controller = ctrl
+    if replica_id in ctrl.down:
+        ctrl = evolve(ctrl, down=tuple([r for r in ctrl.down if r != replica_id]))
+        d.controller = ctrl
     d.put(
         evolve(
             replica,
             online=True,
             hw=min(replica.checkpoint_hw, replica.leo),
-            role=Role.NONE,
+            role=NO_ROLE,
             leader=None,
             leader_epoch=ctrl.epoch,
             started_ms=d.clock_ms,
             incarnation=replica.incarnation + 1,
         )
     )
-    d.fire("RESTART-1")
+    d.fired.append("RESTART-1")
     if ctrl.leader is not None:
         become_follower(d, replica_id, ctrl.leader, ctrl.epoch)

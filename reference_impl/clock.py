@@ -40,10 +40,10 @@ def _next_isr_check(d: Draft, after: int, end: int) -> int | None:
     leader_id = d.controller.leader
     if leader_id is None:  # only the controller's leader can be the current leader
         return None
-    leader = d.replica(leader_id)
-    if not d.is_current_leader(leader) or not leader.progress:
+    leader = d.replicas[d.position[leader_id]]
+    if not leader.progress or not d.is_current_leader(leader):
         return None
-    if any(p.leader == leader_id for p in d.alter_partitions):
+    if d.alter_partitions and any(p.leader == leader_id for p in d.alter_partitions):
         return None  # a leader with an ISR change in flight changes nothing (ISR-ALTER-1)
     lag = d.config.replica_lag_time_max_ms
     spares_at_leo = d.profile.shrink_spares_follower_at_leo
@@ -80,14 +80,14 @@ def _checkpoint_runs(d: Draft, after: int, before: int, inclusive: bool) -> None
         last_run = replica.started_ms + k * interval
         if last_run > after and replica.checkpoint_hw != replica.hw:
             d.put(evolve(replica, checkpoint_hw=replica.hw))
-            d.fire("CKPT-2")
+            d.fired.append("CKPT-2")
 
 
 def tick(d: Draft, ms: int) -> None:
     """TICK-1: advance the clock by ``ms``, firing due timers in time order."""
     end = d.clock_ms + ms
     cursor = d.clock_ms
-    d.fire("TICK-1")
+    d.fired.append("TICK-1")
     while True:
         candidates = [p.deadline_ms for p in d.parked_fetches if p.deadline_ms <= end] if d.parked_fetches else []
         if d.pending_produces:

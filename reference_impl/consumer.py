@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .draft import Draft
 from .purgatory import commit
-from .state import ConsumeOutcome, Role
+from .state import LEADER, ConsumeOutcome
 from .steps import Consume
 
 
@@ -21,19 +21,19 @@ def consume(d: Draft, step: Consume) -> None:
 
     def error(name: str) -> None:
         d.consumed = ConsumeOutcome(replica=leader_id, offset=offset, records=(), hw=None, error=name)
-        d.fire("CONSUME-2")
+        d.fired.append("CONSUME-2")
 
     if leader_id is None:
         return error("LEADER_NOT_AVAILABLE")
-    leader = d.replica(leader_id)
+    leader = d.replicas[d.position[leader_id]]
     if not leader.online:
         return error("NETWORK_EXCEPTION")
-    if leader.role is not Role.LEADER:
+    if leader.role is not LEADER:
         return error("NOT_LEADER_OR_FOLLOWER")
     if offset > leader.leo or offset < leader.log_start:
         return error("OFFSET_OUT_OF_RANGE")
     records = leader.log.read_entries(offset, leader.hw)
     d.consumed = ConsumeOutcome(replica=leader_id, offset=offset, records=records, hw=leader.hw, error=None)
-    d.fire("CONSUME-1")
+    d.fired.append("CONSUME-1")
     commit(d, records)
     return None

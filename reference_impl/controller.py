@@ -18,7 +18,7 @@ from .messages import LeaderAndIsr
 from .network import drop_unreachable_answers
 from .purgatory import fail_pending_produces
 from .roles import become_follower, become_leader, become_leaderless
-from .state import Controller, Role
+from .state import LEADER, Controller
 from .steps import Elect
 from .values import evolve
 
@@ -26,7 +26,7 @@ from .values import evolve
 def unhandled_failures(d: Draft) -> list[str]:
     """Offline brokers whose failure the controller has not handled yet, in replica order."""
     down = d.controller.down
-    return [r for r in d.config.replicas if not d.replica(r).online and r not in down]
+    return [r.id for r in d.replicas if not r.online and r.id not in down]  # replicas are in replica order
 
 
 def handle_failures(d: Draft, notify: tuple[str, ...] | None) -> None:
@@ -37,7 +37,7 @@ def handle_failures(d: Draft, notify: tuple[str, ...] | None) -> None:
     each dead ISR member is removed from the ISR in turn (CTRL-FAIL-1/2)."""
     dead = unhandled_failures(d)
     before = d.controller
-    d.controller = evolve(before, down=tuple(r for r in d.config.replicas if r in before.down or r in dead))
+    d.controller = evolve(before, down=tuple([r for r in d.config.replicas if r in before.down or r in dead]))
     elected = False
     if before.leader is None or before.leader in dead:
         elected = _offline_election(d)
@@ -45,7 +45,7 @@ def handle_failures(d: Draft, notify: tuple[str, ...] | None) -> None:
         for replica_id in dead:
             _remove_from_isr(d, replica_id)
         if before.leader in dead:
-            d.fire("CTRL-ELECT-3")
+            d.fired.append("CTRL-ELECT-3")
     _send_leader_and_isr(d, before, notify)
 
 
@@ -54,7 +54,7 @@ def _offline_election(d: Draft) -> bool:
     (CTRL-ELECT-3: then nothing is written by the election itself)."""
     ctrl = d.controller
     replicas = d.config.replicas
-    online = [r for r in replicas if d.replica(r).online]
+    online = [r.id for r in d.replicas if r.online]
     live_isr = [r for r in ctrl.isr if r in online]
     if live_isr:
         # CTRL-ELECT-1: first live ISR member in replica order; ISR = live ISR.
@@ -70,7 +70,7 @@ def _offline_election(d: Draft) -> bool:
     d.controller = evolve(
         ctrl, leader=new_leader, epoch=ctrl.epoch + 1, isr=new_isr, partition_epoch=ctrl.partition_epoch + 1
     )
-    d.fire(rule, "CTRL-ELECT-5")
+    d.fired.extend((rule, "CTRL-ELECT-5"))
     return True
 
 
@@ -85,17 +85,17 @@ def _remove_from_isr(d: Draft, replica_id: str) -> None:
     ctrl = d.controller
     if replica_id not in ctrl.isr:
         return
-    new_isr = tuple(r for r in ctrl.isr if r != replica_id)
+    new_isr = tuple([r for r in ctrl.isr if r != replica_id])
     if not new_isr and (d.profile.keeps_last_isr_member or not d.config.unclean_leader_election):
         new_isr = ctrl.isr
-        d.fire("CTRL-FAIL-2")
+        d.fired.append("CTRL-FAIL-2")
     new_leader = None if ctrl.leader == replica_id else ctrl.leader
     bumps = d.profile.isr_removal_bumps_leader_epoch
     if new_isr == ctrl.isr and new_leader == ctrl.leader and not bumps:
         return
     epoch = ctrl.epoch + 1 if bumps or new_leader != ctrl.leader else ctrl.epoch
     d.controller = evolve(ctrl, leader=new_leader, epoch=epoch, isr=new_isr, partition_epoch=ctrl.partition_epoch + 1)
-    d.fire("CTRL-FAIL-1")
+    d.fired.append("CTRL-FAIL-1")
 
 
 def _send_leader_and_isr(d: Draft, before: Controller, notify: tuple[str, ...] | None) -> None:
@@ -107,7 +107,7 @@ def _send_leader_and_isr(d: Draft, before: Controller, notify: tuple[str, ...] |
     if ctrl.epoch == before.epoch:
         return
     replicas = d.config.replicas
-    online = [r for r in replicas if d.replica(r).online]
+    online = [r.id for r in d.replicas if r.online]
     if notify is not None:
         for name in notify:
             if name not in replicas:
@@ -127,21 +127,22 @@ def elect(d: Draft, step: Elect) -> None:
     ctrl = d.controller
     replicas = d.config.replicas
     if step.leader is None:
-        if ctrl.leader is not None and d.replica(ctrl.leader).online and not unhandled_failures(d):
+        pending = unhandled_failures(d)
+        if ctrl.leader is not None and not pending and d.replicas[d.position[ctrl.leader]].online:
             raise StepRejected(
                 "CTRL-ELECT-PRE-1",
                 f"elect: the leader {ctrl.leader} is alive and no broker failure is pending; "
                 "name a leader for a controlled election",
             )
-        if unhandled_failures(d):
+        if pending:
             handle_failures(d, step.notify)
             return
         # The partition is offline with every failure handled: try again (a broker came back).
         if not _offline_election(d):
-            d.fire("CTRL-ELECT-3")
+            d.fired.append("CTRL-ELECT-3")
         _send_leader_and_isr(d, ctrl, step.notify)
         return
-    online = [r for r in replicas if d.replica(r).online]
+    online = [r.id for r in d.replicas if r.online]
     # CTRL-ELECT-4: controlled election of a named live ISR member.
     if step.leader not in replicas:
         raise StepRejected("CTRL-ELECT-4", f"elect: unknown replica {step.leader!r}")
@@ -155,7 +156,7 @@ def elect(d: Draft, step: Elect) -> None:
         )
     # CTRL-ELECT-5: epoch + 1, and LeaderAndIsr to every live broker.
     d.controller = evolve(ctrl, leader=step.leader, epoch=ctrl.epoch + 1, partition_epoch=ctrl.partition_epoch + 1)
-    d.fire("CTRL-ELECT-4", "CTRL-ELECT-5")
+    d.fired.extend(("CTRL-ELECT-4", "CTRL-ELECT-5"))
     _send_leader_and_isr(d, ctrl, step.notify)
 
 
@@ -174,7 +175,7 @@ def deliver_alter_partition(d: Draft, replica_id: str) -> None:
     proposal = next((p for p in d.alter_partitions if p.leader == replica_id), None)
     if proposal is None:
         raise StepRejected("ISR-ALTER-PRE-1", f"deliver_alter_partition: no ISR proposal of {replica_id} is in flight")
-    d.alter_partitions = tuple(p for p in d.alter_partitions if p is not proposal)
+    d.alter_partitions = tuple([p for p in d.alter_partitions if p is not proposal])
     ctrl = d.controller
     error = None
     if proposal.leader_epoch < ctrl.epoch:
@@ -184,10 +185,10 @@ def deliver_alter_partition(d: Draft, replica_id: str) -> None:
     elif any(r in ctrl.down for r in proposal.isr if r not in ctrl.isr):
         error = "INELIGIBLE_REPLICA"
     if error is not None:
-        d.fire("ISR-ALTER-4")
+        d.fired.append("ISR-ALTER-4")
         return
     d.controller = evolve(ctrl, isr=proposal.isr, partition_epoch=ctrl.partition_epoch + 1)
-    d.fire("ISR-ALTER-2", "ISR-ALTER-3")
+    d.fired.extend(("ISR-ALTER-2", "ISR-ALTER-3"))
     maybe_increment_hw(d, replica_id)
 
 
@@ -196,33 +197,35 @@ def deliver_leader_and_isr(d: Draft, replica_id: str) -> None:
     message = next((m for m in d.leader_and_isr if m.dst == replica_id), None)
     if message is None:
         raise StepRejected("LAI-PRE-1", f"deliver_leader_and_isr: none is in flight to {replica_id}")
-    d.leader_and_isr = tuple(m for m in d.leader_and_isr if m is not message)
+    d.leader_and_isr = tuple([m for m in d.leader_and_isr if m is not message])
     apply_leader_and_isr(d, message)
 
 
 def apply_leader_and_isr(d: Draft, message: LeaderAndIsr) -> None:
     """LAI-1: a broker ignores a LeaderAndIsr whose epoch is not newer than it knows;
     otherwise it becomes leader (LAI-2) or follower (LAI-3)."""
-    replica = d.replica(message.dst)
+    replica = d.replicas[d.position[message.dst]]
     if not replica.online:
-        d.fire("MSG-DROP-1")
+        d.fired.append("MSG-DROP-1")
         return
     if message.epoch <= replica.leader_epoch:
-        d.fire("LAI-1")
+        d.fired.append("LAI-1")
         return
-    if replica.role is Role.LEADER and message.leader != replica.id:
+    if replica.role is LEADER and message.leader != replica.id:
         # Stepping down: parked fetches are answered NOT_LEADER_OR_FOLLOWER and waiting
         # produces fail the same way (PRODUCE-6).
         abort_parked_fetches(d, replica.id, error="NOT_LEADER_OR_FOLLOWER")
         fail_pending_produces(d, replica.id, "NOT_LEADER_OR_FOLLOWER", "PRODUCE-6")
-    elif replica.role is Role.LEADER:
+    elif replica.role is LEADER:
         # Re-elected at a new epoch: parked fetches carry the old epoch (FENCED).
         abort_parked_fetches(d, replica.id, error="FENCED_LEADER_EPOCH")
-    drop_proposals(d, replica.id)
+    if d.alter_partitions:
+        drop_proposals(d, replica.id)
     if message.leader is None:
         become_leaderless(d, replica.id, message.epoch)
     elif message.leader == replica.id:
         become_leader(d, replica.id, message.epoch)
     else:
         become_follower(d, replica.id, message.leader, message.epoch)
-    drop_unreachable_answers(d, replica.id)
+    if d.fetch_responses or d.epoch_responses:  # else there is nothing to drop
+        drop_unreachable_answers(d, replica.id)

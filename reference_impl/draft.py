@@ -14,18 +14,18 @@ which ones the state has now.
 Opening and freezing a draft is on every step's path, so neither copies field by field:
 a draft starts from a copy of the state's attribute dict, and ``freeze`` turns the draft
 object itself into the new ``State`` (its class becomes ``State``, which is frozen), so a
-draft cannot be written to once frozen.
+draft cannot be written to once frozen. The replicas are copied into a list only when
+a step replaces one (``put``): a step that replaces none leaves the new state the very
+same tuple, which tells ``invariants.check`` at once that no replica changed.
 """
 
 from __future__ import annotations
-
-from typing import cast
 
 from .config import Config
 from .generation import Profile
 from .history import History
 from .messages import AlterPartition, Delivered, EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
-from .state import MEMO, ConsumeOutcome, Controller, EpochQueryOutcome, ProduceOutcome, Replica, Role, State
+from .state import LEADER, MEMO, ConsumeOutcome, Controller, EpochQueryOutcome, ProduceOutcome, Replica, State
 
 _set = object.__setattr__
 
@@ -33,13 +33,15 @@ _set = object.__setattr__
 class Draft:
     """The state being built by one step (see the module doc).
 
-    It has the ``State`` fields as attributes (``replicas`` a list; ``fired`` a list of
-    the rules fired so far), plus ``profile`` and ``position`` from the config.
+    It has the ``State`` fields as attributes (``replicas`` the state's tuple until ``put``
+    makes it a list; ``fired`` a list of
+    the rules fired so far, which the actions append to directly: a method call per rule
+    was a visible part of a step), plus ``profile`` and ``position`` from the config.
     """
 
     config: Config
     clock_ms: int
-    replicas: list[Replica]
+    replicas: list[Replica] | tuple[Replica, ...]
     controller: Controller
     fetch_responses: tuple[FetchResponse, ...]
     parked_fetches: tuple[ParkedFetch, ...]
@@ -60,23 +62,19 @@ class Draft:
     position: dict[str, int]
 
     def __init__(self, state: State) -> None:
-        fields = state.__dict__.copy()
-        if MEMO in fields:
-            del fields[MEMO]
-        fields["replicas"] = list(fields["replicas"])
-        fields["fired"] = []
-        fields["delivered"] = ()
-        config = fields["config"]
-        fields["profile"] = config.profile
-        fields["position"] = config.position
-        _set(self, "__dict__", fields)
+        _set(self, "__dict__", open_draft(state).__dict__)
 
     def replica(self, replica_id: str) -> Replica:
+        """The replica with this id. (The actions, which run on every step, spell this
+        ``d.replicas[d.position[replica_id]]``: the method call was a visible cost.)"""
         return self.replicas[self.position[replica_id]]
 
     def put(self, replica: Replica) -> None:
         """Replace the replica with ``replica.id`` by ``replica``."""
-        self.replicas[self.position[replica.id]] = replica
+        replicas = self.replicas
+        if type(replicas) is tuple:  # the first replacement: copy (see the module doc)
+            replicas = self.replicas = list(replicas)
+        replicas[self.position[replica.id]] = replica  # type: ignore[index]
 
     def fire(self, *rules: str) -> None:
         self.fired.extend(rules)
@@ -86,7 +84,7 @@ class Draft:
         ctrl = self.controller
         return (
             replica.online
-            and replica.role is Role.LEADER
+            and replica.role is LEADER
             and replica.leader_epoch == ctrl.epoch
             and ctrl.leader == replica.id
         )
@@ -95,8 +93,27 @@ class Draft:
         """The new state (what the step leads to): this draft, frozen into a ``State``
         (see the module doc); the draft is not usable afterwards."""
         fields = self.__dict__
-        fields["replicas"] = tuple(self.replicas)
-        fields["fired"] = tuple(self.fired)
+        replicas = fields["replicas"]
+        if type(replicas) is list:
+            fields["replicas"] = tuple(replicas)
+        fields["fired"] = tuple(fields["fired"])
         del fields["profile"], fields["position"]
         _set(self, "__class__", State)
-        return cast(State, self)
+        return self  # type: ignore[return-value]  # now a State (typing.cast is a call per step)
+
+
+def open_draft(state: State) -> Draft:
+    """``Draft(state)``, without the class call's overhead (``apply`` opens one per step)."""
+    fields = state.__dict__.copy()
+    fields.pop(MEMO, None)
+    config = fields["config"]
+    fields["fired"] = []
+    fields["delivered"] = ()
+    fields["profile"] = config.profile
+    fields["position"] = config.position
+    draft: Draft = _new(Draft)
+    _set(draft, "__dict__", fields)
+    return draft
+
+
+_new = object.__new__

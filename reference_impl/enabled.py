@@ -11,7 +11,7 @@ reference, on random states.
 
 from __future__ import annotations
 
-from .state import FetchState, Role, State
+from .state import FOLLOWER, TRUNCATING, State
 from .steps import (
     Consume,
     Crash,
@@ -64,7 +64,7 @@ def _follows_live_leader(state: State, name: str) -> bool:
     replica = state.replica(name)
     return (
         replica.online
-        and replica.role is Role.FOLLOWER
+        and replica.role is FOLLOWER
         and replica.leader is not None
         and state.replica(replica.leader).online
     )
@@ -93,14 +93,14 @@ def enabled_steps(state: State) -> list[Step]:
         following = _follows_live_leader(state, name)
         if (
             following
-            and replica.fetch_state is not FetchState.TRUNCATING
+            and replica.fetch_state is not TRUNCATING
             and name not in fetch_to
             and not any(p.follower == name and p.incarnation == replica.incarnation for p in state.parked_fetches)
         ):  # FETCH-PRE-1
             steps.append(Fetch(replica=name))
         if name in fetch_to:  # FETCH-DELIVER-PRE-1
             steps.append(DeliverFetch(replica=name))
-        if asks_epoch and following and replica.fetch_state is FetchState.TRUNCATING and name not in epoch_to:
+        if asks_epoch and following and replica.fetch_state is TRUNCATING and name not in epoch_to:
             steps.append(EpochRequest(replica=name))  # EPOCH-PRE-1
         if name in epoch_to:  # EPOCH-DELIVER-PRE-1
             steps.append(DeliverEpoch(replica=name))

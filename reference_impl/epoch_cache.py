@@ -40,7 +40,7 @@ def assign(cache: EpochCache, epoch: int, start_offset: int) -> EpochCache:
 
 def truncate_from_end(cache: EpochCache, end_offset: int) -> EpochCache:
     """EPOCH-CACHE-2: drop entries whose start offset is at or above the new LEO."""
-    return tuple(entry for entry in cache if entry[1] < end_offset)
+    return tuple([entry for entry in cache if entry[1] < end_offset])
 
 
 def end_offset_for(cache: EpochCache, requested_epoch: int | None, log_end_offset: int) -> tuple[int, int]:

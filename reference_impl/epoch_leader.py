@@ -21,14 +21,14 @@ def handle_epoch_request(
     incarnation: int,
 ) -> None:
     """EPOCH-LEADER-1/2: fence, then answer with ``end_offset_for`` (EPOCH-CACHE-3)."""
-    leader = d.replica(leader_id)
+    leader = d.replicas[d.position[leader_id]]
     error = fencing_error(leader, request_epoch, True)
     if error is not None:
         epoch, end = epoch_cache.UNDEFINED_EPOCH, epoch_cache.UNDEFINED_OFFSET
-        d.fire("EPOCH-LEADER-1")
+        d.fired.append("EPOCH-LEADER-1")
     else:
         epoch, end = epoch_cache.end_offset_for(leader.epoch_cache, requested_epoch, leader.leo)
-        d.fire("EPOCH-LEADER-2", "EPOCH-CACHE-3")
+        d.fired.extend(("EPOCH-LEADER-2", "EPOCH-CACHE-3"))
     response = EpochResponse(
         dst=follower_id,
         src=leader_id,
@@ -40,7 +40,7 @@ def handle_epoch_request(
         incarnation=incarnation,
     )
     if not reachable(d, follower_id, incarnation, leader_id, request_epoch):
-        d.fire("MSG-DROP-1")
+        d.fired.append("MSG-DROP-1")
         return
     d.epoch_responses = (*d.epoch_responses, response)
 
@@ -57,16 +57,16 @@ def answer_epoch_query(d: Draft, replica_id: str, requested_epoch: int, current_
             f"epoch_query: OffsetsForLeaderEpoch exists from Kafka 0.11 (KIP-101); "
             f"this partition runs {d.config.generation.value}",
         )
-    replica = d.replica(replica_id)
+    replica = d.replicas[d.position[replica_id]]
     if not replica.online:
         raise StepRejected("EPOCH-QUERY-PRE-1", f"epoch_query: replica {replica_id} is offline")
     error = fencing_error(replica, current_epoch if current_epoch is not None else 0, current_epoch is not None)
     if error is not None:
         epoch, end = epoch_cache.UNDEFINED_EPOCH, epoch_cache.UNDEFINED_OFFSET
-        d.fire("EPOCH-QUERY-1")
+        d.fired.append("EPOCH-QUERY-1")
     else:
         epoch, end = epoch_cache.end_offset_for(replica.epoch_cache, requested_epoch, replica.leo)
-        d.fire("EPOCH-QUERY-2", "EPOCH-CACHE-3")
+        d.fired.extend(("EPOCH-QUERY-2", "EPOCH-CACHE-3"))
     d.epoch_query = EpochQueryOutcome(
         replica=replica_id, requested_epoch=requested_epoch, error=error, epoch=epoch, end_offset=end
     )

@@ -16,16 +16,18 @@ def read_end(fetch_offset: int, max_records: int | None) -> int | None:
 def complete_parked_fetch(d: Draft, parked: ParkedFetch, rule: str) -> None:
     """FETCH-PARK-2/3: a parked fetch completes; it reads the log and the HW *now*
     (``DelayedFetch.onComplete`` re-reads) without updating the follower's progress again."""
-    d.parked_fetches = tuple(p for p in d.parked_fetches if p != parked)
-    leader = d.replica(parked.leader)
+    d.parked_fetches = tuple([p for p in d.parked_fetches if p != parked])
+    leader = d.replicas[d.position[parked.leader]]
     records = leader.log.read(parked.fetch_offset, read_end(parked.fetch_offset, parked.max_records))
-    d.fire(rule)
+    d.fired.append(rule)
     respond(d, answer(parked, records=records, hw=leader.hw, log_start=leader.log_start))
 
 
 def wake_parked_fetches(d: Draft, leader_id: str) -> None:
     """FETCH-PARK-2: after an append, parked fetches that now have data complete."""
-    leader = d.replica(leader_id)
+    if not d.parked_fetches:
+        return
+    leader = d.replicas[d.position[leader_id]]
     for parked in list(d.parked_fetches):
         if parked.leader == leader_id and leader.leo > parked.fetch_offset:
             complete_parked_fetch(d, parked, "FETCH-PARK-2")
@@ -34,11 +36,13 @@ def wake_parked_fetches(d: Draft, leader_id: str) -> None:
 def abort_parked_fetches(d: Draft, leader_id: str, *, error: str | None) -> None:
     """FETCH-PARK-4: the leader stops leading. Its parked fetches complete with ``error``
     (DelayedFetch case A), or vanish if ``error`` is None (the broker crashed)."""
+    if not d.parked_fetches:
+        return
     mine = [p for p in d.parked_fetches if p.leader == leader_id]
     if not mine:
         return
-    d.parked_fetches = tuple(p for p in d.parked_fetches if p.leader != leader_id)
-    d.fire("FETCH-PARK-4")
+    d.parked_fetches = tuple([p for p in d.parked_fetches if p.leader != leader_id])
+    d.fired.append("FETCH-PARK-4")
     if error is None:
         return
     for parked in mine:

@@ -17,26 +17,26 @@ from .leader_fetch import handle_fetch
 from .messages import Delivered, FetchResponse
 from .network import reachable
 from .replica_ops import set_hw, truncate, truncate_fully_and_start_at
-from .state import FetchState, Replica, Role
+from .state import FETCHING, FOLLOWER, TRUNCATING, Replica
 from .truncation import offset_truncation
 from .values import evolve
 
 
 def has_outstanding_fetch(d: Draft, replica_id: str) -> bool:
     """A follower has at most one fetch outstanding (parked or answered, not delivered)."""
-    incarnation = d.replica(replica_id).incarnation
+    incarnation = d.replicas[d.position[replica_id]].incarnation
     return any(p.follower == replica_id and p.incarnation == incarnation for p in d.parked_fetches) or any(
         r.dst == replica_id for r in d.fetch_responses
     )
 
 
 def _require_follower(d: Draft, replica_id: str, action: str, rule: str) -> Replica:
-    replica = d.replica(replica_id)
+    replica = d.replicas[d.position[replica_id]]
     if not replica.online:
         raise StepRejected(rule, f"{action}: replica {replica_id} is offline")
-    if replica.role is not Role.FOLLOWER or replica.leader is None:
+    if replica.role is not FOLLOWER or replica.leader is None:
         raise StepRejected(rule, f"{action}: replica {replica_id} is not a follower (role {replica.role.value})")
-    if not d.replica(replica.leader).online:
+    if not d.replicas[d.position[replica.leader]].online:
         raise StepRejected(rule, f"{action}: {replica_id}'s leader {replica.leader} is offline")
     return replica
 
@@ -49,7 +49,7 @@ def send_fetch(d: Draft, replica_id: str, max_records: int | None = None, max_wa
     done truncating) sends ``fetch(offset = LEO)`` to the leader it knows, carrying its
     current leader epoch and, under diverging-epoch, the epoch of its last record."""
     follower = _require_follower(d, replica_id, "fetch", "FETCH-PRE-1")
-    if follower.fetch_state is FetchState.TRUNCATING:
+    if follower.fetch_state is TRUNCATING:
         raise StepRejected(
             "FETCH-PRE-1",
             f"fetch: replica {replica_id} must truncate first: send OffsetsForLeaderEpoch (epoch_request)",
@@ -60,7 +60,7 @@ def send_fetch(d: Draft, replica_id: str, max_records: int | None = None, max_wa
             f"fetch: replica {replica_id} already has a fetch outstanding (parked or with a response in flight)",
         )
     last_fetched = epoch_cache.latest_epoch(follower.epoch_cache) if d.profile.fetch_carries_last_epoch else None
-    d.fire("FETCH-PRE-1")
+    d.fired.append("FETCH-PRE-1")
     handle_fetch(
         d,
         cast(str, follower.leader),
@@ -79,11 +79,11 @@ def deliver_fetch(d: Draft, replica_id: str) -> None:
     response = next((r for r in d.fetch_responses if r.dst == replica_id), None)
     if response is None:
         raise StepRejected("FETCH-DELIVER-PRE-1", f"deliver_fetch: no fetch response is in flight to {replica_id}")
-    d.fetch_responses = tuple(r for r in d.fetch_responses if r is not response)
-    follower = d.replica(replica_id)
+    d.fetch_responses = tuple([r for r in d.fetch_responses if r is not response])
+    follower = d.replicas[d.position[replica_id]]
     if not reachable(d, replica_id, response.incarnation, response.src, response.request_epoch):
         d.delivered = (*d.delivered, Delivered(response, dropped=True))
-        d.fire("MSG-DROP-1")
+        d.fired.append("MSG-DROP-1")
         return
     d.delivered = (*d.delivered, Delivered(response))
 
@@ -91,7 +91,7 @@ def deliver_fetch(d: Draft, replica_id: str) -> None:
         # FOLLOWER-DIVERGE-1: truncate from the diverging epoch, as from an epoch answer.
         epoch, end = response.diverging_epoch
         plan = offset_truncation(epoch, end, follower.epoch_cache, follower.leo, follower.hw)
-        d.fire("FOLLOWER-DIVERGE-1")
+        d.fired.append("FOLLOWER-DIVERGE-1")
         truncate(d, replica_id, plan.offset, rule=plan.rule)
         return
 
@@ -100,7 +100,7 @@ def deliver_fetch(d: Draft, replica_id: str) -> None:
         return
     if response.error is not None:
         # FOLLOWER-FETCH-3: fenced, unknown epoch, not leader: back off and retry.
-        d.fire("FOLLOWER-FETCH-3")
+        d.fired.append("FOLLOWER-FETCH-3")
         return
 
     # FOLLOWER-FETCH-2: append what came, then HW-FOLLOWER-1.
@@ -110,9 +110,9 @@ def deliver_fetch(d: Draft, replica_id: str) -> None:
             cache = epoch_cache.assign(cache, record.epoch, offset)
     follower = evolve(follower, log=follower.log.extend(response.records), epoch_cache=cache)
     d.put(follower)
-    d.fire("FOLLOWER-FETCH-2")
+    d.fired.append("FOLLOWER-FETCH-2")
     set_hw(d, replica_id, max(follower.log_start, hw.follower_hw(response.hw, follower.leo)))
-    d.fire("HW-FOLLOWER-1")
+    d.fired.append("HW-FOLLOWER-1")
 
 
 def _handle_out_of_range(d: Draft, follower: Replica, response: FetchResponse) -> None:
@@ -125,14 +125,14 @@ def _handle_out_of_range(d: Draft, follower: Replica, response: FetchResponse) -
     leader_log_start = response.leader_log_start or 0
     if leader_leo < follower.leo:
         if d.profile.halts_on_out_of_range and not d.config.unclean_leader_election:
-            d.fire("FOLLOWER-OOR-2")
+            d.fired.append("FOLLOWER-OOR-2")
             broker.crash(d, follower.id)
             return
         truncate(d, follower.id, leader_leo, rule="FOLLOWER-OOR-1")
     elif leader_log_start > follower.leo:
         truncate_fully_and_start_at(d, follower.id, leader_log_start, rule="FOLLOWER-OOR-3")
     else:
-        d.fire("FOLLOWER-OOR-1")
+        d.fired.append("FOLLOWER-OOR-1")
 
 
 # --- OffsetsForLeaderEpoch -----------------------------------------------------------
@@ -148,11 +148,11 @@ def send_epoch_request(d: Draft, replica_id: str) -> None:
             f"(this partition runs {d.config.generation.value})",
         )
     follower = _require_follower(d, replica_id, "epoch_request", "EPOCH-PRE-1")
-    if follower.fetch_state is not FetchState.TRUNCATING:
+    if follower.fetch_state is not TRUNCATING:
         raise StepRejected("EPOCH-PRE-1", f"epoch_request: replica {replica_id} is not truncating")
     if any(r.dst == replica_id for r in d.epoch_responses):
         raise StepRejected("EPOCH-PRE-1", f"epoch_request: replica {replica_id} already has one in flight")
-    d.fire("EPOCH-PRE-1")
+    d.fired.append("EPOCH-PRE-1")
     handle_epoch_request(
         d,
         cast(str, follower.leader),
@@ -168,19 +168,19 @@ def deliver_epoch(d: Draft, replica_id: str) -> None:
     response = next((r for r in d.epoch_responses if r.dst == replica_id), None)
     if response is None:
         raise StepRejected("EPOCH-DELIVER-PRE-1", f"deliver_epoch: no epoch response is in flight to {replica_id}")
-    d.epoch_responses = tuple(r for r in d.epoch_responses if r is not response)
-    follower = d.replica(replica_id)
+    d.epoch_responses = tuple([r for r in d.epoch_responses if r is not response])
+    follower = d.replicas[d.position[replica_id]]
     if not reachable(d, replica_id, response.incarnation, response.src, response.request_epoch):
         d.delivered = (*d.delivered, Delivered(response, dropped=True))
-        d.fire("MSG-DROP-1")
+        d.fired.append("MSG-DROP-1")
         return
     d.delivered = (*d.delivered, Delivered(response))
     if response.error is not None:
         # EPOCH-FOLLOWER-1: fenced or unknown epoch, not leader: stay truncating, retry.
-        d.fire("EPOCH-FOLLOWER-1")
+        d.fired.append("EPOCH-FOLLOWER-1")
         return
     plan = offset_truncation(response.epoch, response.end_offset, follower.epoch_cache, follower.leo, follower.hw)
-    d.fire("EPOCH-FOLLOWER-2")
+    d.fired.append("EPOCH-FOLLOWER-2")
     truncate(d, replica_id, plan.offset, rule=plan.rule)
     if plan.completed:
-        d.put(evolve(d.replica(replica_id), fetch_state=FetchState.FETCHING))
+        d.put(evolve(d.replicas[d.position[replica_id]], fetch_state=FETCHING))

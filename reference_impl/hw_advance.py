@@ -11,7 +11,7 @@ from .alter_partition import maximal_isr
 from .draft import Draft
 from .purgatory import maybe_complete_produces
 from .replica_ops import set_hw
-from .state import Replica, Role
+from .state import LEADER, Replica
 
 
 def counted_leos(d: Draft, leader: Replica) -> list[int | None]:
@@ -24,7 +24,7 @@ def counted_leos(d: Draft, leader: Replica) -> list[int | None]:
     caught-up follower counts only while ISR-eligible (KIP-841, 3.3+: not fenced, i.e. not
     a broker whose failure the controller handled).
     """
-    isr = maximal_isr(d)
+    isr = maximal_isr(d) if d.alter_partitions else d.controller.isr  # as maximal_isr, without the call
     fenced = d.controller.down if d.profile.isr_change_via_alter_partition else ()
     lag = d.config.replica_lag_time_max_ms
     counts_caught_up = d.profile.hw_counts_caught_up
@@ -46,8 +46,8 @@ def maybe_increment_hw(d: Draft, leader_id: str) -> None:
     """HW-LEADER-1: the leader's HW becomes max(HW, min(counted LEOs)), unless HW-LEADER-3
     freezes it; then any acks=all produce whose offset is now below the HW completes
     (PRODUCE-5)."""
-    leader = d.replica(leader_id)
-    if not leader.online or leader.role is not Role.LEADER:
+    leader = d.replicas[d.position[leader_id]]
+    if not leader.online or leader.role is not LEADER:
         return
     new_hw = hw.leader_hw(leader.hw, counted_leos(d, leader))
     if new_hw == leader.hw:
@@ -55,8 +55,8 @@ def maybe_increment_hw(d: Draft, leader_id: str) -> None:
     if d.profile.hw_frozen_under_min_isr and len(d.controller.isr) < d.config.min_insync_replicas:
         # HW-LEADER-3 (3.7+, KAFKA-15583): Partition.maybeIncrementLeaderHW returns at once
         # while the committed ISR is below min.insync.replicas (isUnderMinIsr).
-        d.fire("HW-LEADER-3")
+        d.fired.append("HW-LEADER-3")
         return
     set_hw(d, leader_id, new_hw)
-    d.fire("HW-LEADER-1", "HW-LEADER-2")
+    d.fired.extend(("HW-LEADER-1", "HW-LEADER-2"))
     maybe_complete_produces(d, leader_id)

@@ -22,7 +22,7 @@ from typing import Any
 
 from .history import History
 from .log import Log
-from .state import MEMO, Replica, Role, State
+from .state import LEADER, MEMO, Replica, State
 
 
 @dataclass(frozen=True)
@@ -52,17 +52,22 @@ def strong_isr(state: State) -> list[Violation]:
     it restarts (Kafka's unclean shutdown; KIP-966). Holding different records is still a
     violation (KIP-101's divergence)."""
     out: list[Violation] = []
-    leader_id = state.controller.leader
+    ctrl = state.controller
+    leader_id = ctrl.leader
     if leader_id is None:  # only the controller's leader can be the current leader
         return out
-    leader = state.replica(leader_id)
-    if not state.is_current_leader(leader):
+    replicas, position = state.replicas, state.config.position
+    leader = replicas[position[leader_id]]
+    if not (leader.online and leader.role is LEADER and leader.leader_epoch == ctrl.epoch):  # is_current_leader
         return out
-    for name in state.controller.isr:
-        member = state.replica(name)
-        if name == leader.id or not member.online:
+    hw, log, start = leader.hw, leader.log, leader.log_start
+    for name in ctrl.isr:
+        if name == leader_id:
             continue
-        if not _same_below(member, leader):
+        member = replicas[position[name]]
+        if not member.online:
+            continue
+        if not (member.log.same_prefix(log, hw) if not (start or member.log_start) else _same_below(member, leader)):
             if state.power_failures and member.leo < leader.hw and _lacks_only(member, leader):
                 continue  # a lost tail, not a divergence
             out.append(
@@ -115,10 +120,13 @@ SMALL = 64
 
 
 def _memo(state: State) -> dict[str, Any]:
-    memo: dict[str, Any] | None = state.__dict__.get(MEMO)
-    if memo is None:
-        memo = state.__dict__[MEMO] = {}
-    return memo
+    """The state's memo, as a dict that may be written to."""
+    memo = state.__dict__.get(MEMO)
+    if isinstance(memo, dict):
+        return memo
+    fresh: dict[str, Any] = {} if memo is None else {CLEAN: True}  # None, or CLEAN_ONLY
+    state.__dict__[MEMO] = fresh
+    return fresh
 
 
 def _acked_not_lost_incremental(state: State, before: State) -> list[Violation]:
@@ -206,7 +214,7 @@ def one_leader_per_epoch(state: State) -> list[Violation]:
     seen: dict[int, str] = {}
     out = []
     for r in state.replicas:
-        if r.online and r.role is Role.LEADER:
+        if r.online and r.role is LEADER:
             if r.leader_epoch in seen:
                 out.append(
                     Violation("OneLeaderPerEpoch", f"{seen[r.leader_epoch]} and {r.id} lead epoch {r.leader_epoch}")
@@ -247,8 +255,8 @@ def leader_hw_monotonic(before: State, after: State) -> list[Violation]:
         same_term = (
             old.online
             and new.online
-            and old.role is Role.LEADER
-            and new.role is Role.LEADER
+            and old.role is LEADER
+            and new.role is LEADER
             and old.leader_epoch == new.leader_epoch
         )
         if same_term and new.hw < old.hw:
@@ -288,10 +296,27 @@ def _holds_since(state: State, before: State) -> bool:
     replicas, old_replicas = state.replicas, before.replicas
     if config is not before.config or len(replicas) != len(old_replicas):
         return False
+    if (
+        replicas is old_replicas
+        and state.controller is before.controller
+        and state.committed is before.committed
+        and state.consumed is before.consumed
+        and state.unclean_elections == before.unclean_elections
+        and state.power_failures == before.power_failures
+    ):
+        # Nothing any invariant reads changed (about half the steps: a tick, a refused
+        # produce, a fetch that parks...): all hold, and the memos stay true.
+        kept = before.__dict__[MEMO]
+        state.__dict__[MEMO] = kept if kept is CLEAN_ONLY else dict(kept)
+        return True
     changed: list[str] = []
     leaders = 0
-    leader_role = Role.LEADER
-    for old, new in zip(old_replicas, replicas, strict=True):
+    leader_role = LEADER
+    if replicas is old_replicas:  # the step replaced no replica (``Draft.put``)
+        if state.controller is not before.controller:
+            leaders = sum(1 for r in replicas if r.role is leader_role and r.online)
+        old_replicas = ()  # nothing to compare below
+    for old, new in zip(old_replicas, replicas, strict=False):  # same length (checked above)
         if new.role is leader_role and new.online:
             leaders += 1
         if new is old:
@@ -327,12 +352,12 @@ def _holds_since(state: State, before: State) -> bool:
         leaders = 0  # nothing these two read changed: they held in ``before``
     if (leaders > 1 and one_leader_per_epoch(state)) or ((changed or leaders) and strong_isr(state)):
         return False
-    carried: list[str] = []
     # AckedNotLost reads the controller, the leader, the committed records and the two
     # counters: unchanged, they keep the result (and the memo) ``before`` had.
     leader_id = controller.leader
-    if not state.committed or leader_id is None:
-        pass  # nothing committed, or no leader: nothing to lose (acked_not_lost)
+    carry_acked = False
+    if leader_id is None:
+        pass  # no leader: nothing to lose (acked_not_lost)
     elif (
         state.committed is before.committed
         and controller is old_controller
@@ -340,25 +365,38 @@ def _holds_since(state: State, before: State) -> bool:
         and state.unclean_elections == before.unclean_elections
         and state.power_failures == before.power_failures
     ):
-        carried.append("AckedNotLost")
+        carry_acked = True
+    elif not state.committed:
+        pass  # nothing committed: nothing to lose
     elif _acked_not_lost_incremental(state, before):
         return False
     # ConsumerBelowHw: the same outcome object has the same (no) violations.
-    if state.consumed is before.consumed:
-        carried.append("ConsumerBelowHw")
-    elif _consumer_below_hw_incremental(state, before):
+    carry_consumer = state.consumed is before.consumed
+    if not carry_consumer and _consumer_below_hw_incremental(state, before):
         return False
-    memo = _memo(state)
-    memo[CLEAN] = True
-    before_memo: dict[str, Any] = before.__dict__[MEMO]
-    for name in carried:
-        if name in before_memo:
-            memo[name] = before_memo[name]
+    before_memo: dict[str, Any] | frozenset[str] = before.__dict__[MEMO]
+    fields = state.__dict__
+    if isinstance(before_memo, dict) and len(before_memo) > 1:  # more than CLEAN: history memos to carry
+        memo = _memo(state)
+        memo[CLEAN] = True
+        if carry_acked and "AckedNotLost" in before_memo:
+            memo["AckedNotLost"] = before_memo["AckedNotLost"]
+        if carry_consumer and "ConsumerBelowHw" in before_memo:
+            memo["ConsumerBelowHw"] = before_memo["ConsumerBelowHw"]
+    elif MEMO in fields:  # the history invariants left results here (or it was checked before)
+        if fields[MEMO] is not CLEAN_ONLY:
+            fields[MEMO][CLEAN] = True
+    else:
+        fields[MEMO] = CLEAN_ONLY  # the common case: no dict to build
     return True
 
 
 CLEAN = "clean"
 """Memo key: every state invariant held in this state (what ``_holds_since`` builds on)."""
+
+CLEAN_ONLY = frozenset({CLEAN})
+"""The memo of a clean state that remembers nothing else: shared, never written to
+(``_memo`` replaces it by a dict before anything is added)."""
 
 
 def check(state: State, before: State | None = None, *, incremental: bool = True) -> list[Violation]:

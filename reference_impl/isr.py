@@ -15,7 +15,7 @@ def maybe_expand_isr(d: Draft, leader_id: str, follower_id: str) -> None:
     """ISR-EXPAND-1: a follower outside the ISR whose LEO reached the leader's HW joins.
     ISR-EXPAND-2 (epoch generations, KAFKA-7128): its LEO must also have reached the
     start offset of the leader's current epoch."""
-    leader = d.replica(leader_id)
+    leader = d.replicas[d.position[leader_id]]
     if not d.is_current_leader(leader) or follower_id in d.controller.isr or in_flight(d, leader_id):
         return
     follower_leo = leader.follower(follower_id).remote_leo
@@ -31,8 +31,8 @@ def maybe_expand_isr(d: Draft, leader_id: str, follower_id: str) -> None:
             return
         rules.append("ISR-EXPAND-2")
     isr = d.controller.isr
-    new_isr = tuple(r for r in d.config.replicas if r in isr or r == follower_id)
-    d.fire(*rules)
+    new_isr = tuple([r for r in d.config.replicas if r in isr or r == follower_id])
+    d.fired.extend(rules)
     change_isr(d, leader_id, new_isr)
 
 
@@ -57,15 +57,15 @@ def out_of_sync_followers(d: Draft, leader: Replica) -> list[str]:
 def maybe_shrink_isr(d: Draft, leader_id: str) -> None:
     """ISR-SHRINK-*: the leader's periodic ``isr-expiration`` task drops lagging followers,
     then retries the HW (a smaller ISR may let it advance)."""
-    leader = d.replica(leader_id)
+    leader = d.replicas[d.position[leader_id]]
     if not d.is_current_leader(leader) or in_flight(d, leader_id):
         return
     lagging = out_of_sync_followers(d, leader)
     if not lagging:
         return
     rule = "ISR-SHRINK-2" if d.profile.shrink_spares_follower_at_leo else "ISR-SHRINK-1"
-    new_isr = tuple(r for r in d.controller.isr if r not in lagging)
-    d.fire(rule)
+    new_isr = tuple([r for r in d.controller.isr if r not in lagging])
+    d.fired.append(rule)
     if change_isr(d, leader_id, new_isr):
         maybe_increment_hw(d, leader_id)
 
@@ -74,7 +74,7 @@ def run_isr_expiration(d: Draft, replica_id: str) -> None:
     """ISR-SHRINK-3: the ``isr_expiration`` step runs the expiry check on one broker now, as
     Kafka's tests call ``Partition.maybeShrinkIsr``; on a broker that is not the current
     leader it finds nothing to do."""
-    if not d.replica(replica_id).online:
+    if not d.replicas[d.position[replica_id]].online:
         raise StepRejected("ISR-SHRINK-PRE-1", f"isr_expiration: replica {replica_id} is offline")
-    d.fire("ISR-SHRINK-3")
+    d.fired.append("ISR-SHRINK-3")
     maybe_shrink_isr(d, replica_id)

@@ -9,7 +9,7 @@ from .fetch_purgatory import read_end
 from .hw_advance import maybe_increment_hw
 from .messages import ParkedFetch
 from .network import answer, respond
-from .state import FollowerProgress, Replica, Role
+from .state import LEADER, FollowerProgress, Replica
 from .values import evolve
 
 
@@ -23,7 +23,7 @@ def fencing_error(receiver: Replica, request_epoch: int, fences_epochs: bool) ->
             return "FENCED_LEADER_EPOCH"
         if request_epoch > receiver.leader_epoch:
             return "UNKNOWN_LEADER_EPOCH"
-    if receiver.role is not Role.LEADER:
+    if receiver.role is not LEADER:
         return "NOT_LEADER_OR_FOLLOWER"
     return None
 
@@ -58,11 +58,11 @@ def _update_follower_progress(d: Draft, leader: Replica, follower_id: str, fetch
         last_fetch_leader_leo=leader.leo,
         last_fetch_ms=now,
     )
-    progress = tuple(new if p.replica == follower_id else p for p in leader.progress)
+    progress = tuple([new if p.replica == follower_id else p for p in leader.progress])
     d.put(evolve(leader, progress=progress))
-    d.fire("FETCH-LEADER-5")
+    d.fired.append("FETCH-LEADER-5")
     if rule:
-        d.fire(rule)
+        d.fired.append(rule)
 
 
 def handle_fetch(
@@ -79,7 +79,7 @@ def handle_fetch(
     """Leader ``leader_id`` handles a fetch from ``follower_id`` at ``fetch_offset``.
 
     ``max_wait_ms`` is the request's max wait (default ``replica.fetch.wait.max.ms``)."""
-    leader = d.replica(leader_id)
+    leader = d.replicas[d.position[leader_id]]
     profile = d.profile
     # The request as the purgatory would hold it; every answer is addressed from it.
     request = ParkedFetch(
@@ -96,7 +96,7 @@ def handle_fetch(
     if error is not None:
         # FETCH-LEADER-1: an error answer carries no records and HW / log start -1
         # (ReplicaManager.readFromLocalLog's error case).
-        d.fire("FETCH-LEADER-1")
+        d.fired.append("FETCH-LEADER-1")
         respond(d, answer(request, hw=-1, log_start=-1, error=error))
         return
 
@@ -108,7 +108,7 @@ def handle_fetch(
         # epoch with the leader's cache; a divergence is answered instead of records,
         # and the follower's fetch state is left alone.
         epoch, end = epoch_cache.end_offset_for(leader.epoch_cache, last_fetched_epoch, leader.leo)
-        d.fire("FETCH-LEADER-2")
+        d.fired.append("FETCH-LEADER-2")
         if (epoch < last_fetched_epoch or end < fetch_offset) and fetch_offset >= start_at_read:
             respond(d, answer(request, hw=hw_at_read, log_start=start_at_read, diverging_epoch=(epoch, end)))
             return
@@ -118,7 +118,7 @@ def handle_fetch(
         # start (checked before a divergence, Partition.readRecords). The answer carries
         # the leader's LEO and log start: the model's stand-in for the ListOffsets
         # requests the follower then sends (AbstractFetcherThread.fetchOffsetAndTruncate).
-        d.fire("FETCH-LEADER-4")
+        d.fired.append("FETCH-LEADER-4")
         respond(
             d,
             answer(
@@ -134,7 +134,7 @@ def handle_fetch(
 
     records = leader.log.read(fetch_offset, read_end(fetch_offset, max_records))
     previous_leo = leader.follower(follower_id).remote_leo
-    d.fire("FETCH-LEADER-3")
+    d.fired.append("FETCH-LEADER-3")
     _update_follower_progress(d, leader, follower_id, fetch_offset)
     isr.maybe_expand_isr(d, leader_id, follower_id)
     # HW-LEADER-1: 2.7+ retries the HW only when the follower's LEO moved
@@ -145,12 +145,12 @@ def handle_fetch(
     if not records and max_wait_ms == 0:
         # FETCH-LEADER-6: max wait 0 is answered at once, empty (ReplicaManager.fetchMessages:
         # `timeout <= 0` completes the fetch without waiting).
-        d.fire("FETCH-LEADER-6")
+        d.fired.append("FETCH-LEADER-6")
         respond(d, answer(request, hw=hw_at_read))
         return
     if not records:
         # FETCH-PARK-1: nothing to send (fetch.min.bytes = 1): park in purgatory.
         d.parked_fetches = (*d.parked_fetches, request)
-        d.fire("FETCH-PARK-1")
+        d.fired.append("FETCH-PARK-1")
         return
     respond(d, answer(request, records=records, hw=hw_at_read, log_start=start_at_read))

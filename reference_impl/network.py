@@ -12,7 +12,7 @@ from typing import Any
 from .draft import Draft
 from .log import Record
 from .messages import FetchResponse, ParkedFetch
-from .state import Role
+from .state import FOLLOWER
 
 
 def reachable(d: Draft, dst: str, incarnation: int, src: str, request_epoch: int) -> bool:
@@ -20,11 +20,11 @@ def reachable(d: Draft, dst: str, incarnation: int, src: str, request_epoch: int
     incarnation of the broker, still following ``src`` in ``request_epoch``. (A broker
     that restarts has new connections; one that changes leader or epoch replaces its
     fetcher, and the old one's answers go nowhere.)"""
-    replica = d.replica(dst)
+    replica = d.replicas[d.position[dst]]
     return (
         replica.online
         and replica.incarnation == incarnation
-        and replica.role is Role.FOLLOWER
+        and replica.role is FOLLOWER
         and replica.leader == src
         and replica.leader_epoch == request_epoch
     )
@@ -49,13 +49,13 @@ def drop_unreachable_answers(d: Draft, replica_id: str) -> None:
         return
     d.fetch_responses = keep_fetch
     d.epoch_responses = keep_epoch
-    d.fire("MSG-DROP-1")
+    d.fired.append("MSG-DROP-1")
 
 
 def respond(d: Draft, response: FetchResponse) -> None:
     """Put a fetch response in flight, unless its fetcher session is gone (MSG-DROP-1)."""
     if not reachable(d, response.dst, response.incarnation, response.src, response.request_epoch):
-        d.fire("MSG-DROP-1")
+        d.fired.append("MSG-DROP-1")
         return
     d.fetch_responses = (*d.fetch_responses, response)
 

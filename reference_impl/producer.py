@@ -13,37 +13,40 @@ from .fetch_purgatory import wake_parked_fetches
 from .hw_advance import maybe_increment_hw
 from .log import Record
 from .messages import PendingProduce
-from .purgatory import record_outcome
-from .state import ProduceOutcome, Role
+from .state import LEADER, ProduceOutcome
 from .steps import Produce
 from .values import evolve
 
 
+def _fail(d: Draft, step: Produce, produce_id: str, error: str, rule: str) -> None:
+    """A produce refused before the append: its outcome is the error (``sent`` for acks=0,
+    whose producer hears nothing)."""
+    d.fired.append(rule)
+    d.produces = d.produces.append(ProduceOutcome(produce_id, step.acks, "sent" if step.acks == "0" else error))
+
+
 def produce(d: Draft, step: Produce) -> None:
-    """PRODUCE-1..5: a producer sends ``step.values`` to the leader."""
+    """PRODUCE-1..5: a producer sends ``step.values`` to the leader. Its outcome is new
+    (PRODUCE-PRE-1), so it is appended to the outcomes without looking for an old one."""
     produce_id = step.id or f"p{len(d.produces) + 1}"
     if d.produces.find(produce_id) is not None:
         raise StepRejected("PRODUCE-PRE-1", f"produce id {produce_id!r} is already used in this run")
     target = step.to if step.to is not None else d.controller.leader
 
-    def fail(error: str, rule: str) -> None:
-        d.fire(rule)
-        record_outcome(d, ProduceOutcome(produce_id, step.acks, "sent" if step.acks == "0" else error))
-
     # PRODUCE-1: the request must reach a live leader.
     if target is None:
-        return fail("LEADER_NOT_AVAILABLE", "PRODUCE-1")
+        return _fail(d, step, produce_id, "LEADER_NOT_AVAILABLE", "PRODUCE-1")
     if target not in d.position:
         raise StepRejected("PRODUCE-PRE-1", f"produce.to names unknown replica {target!r}")
-    leader = d.replica(target)
+    leader = d.replicas[d.position[target]]
     if not leader.online:
-        return fail("NETWORK_EXCEPTION", "PRODUCE-1")
-    if leader.role is not Role.LEADER:
-        return fail("NOT_LEADER_OR_FOLLOWER", "PRODUCE-1")
+        return _fail(d, step, produce_id, "NETWORK_EXCEPTION", "PRODUCE-1")
+    if leader.role is not LEADER:
+        return _fail(d, step, produce_id, "NOT_LEADER_OR_FOLLOWER", "PRODUCE-1")
 
     # PRODUCE-2: acks=all is refused before the append when the ISR is too small.
     if step.acks == "all" and len(d.controller.isr) < d.config.min_insync_replicas:
-        return fail("NOT_ENOUGH_REPLICAS", "PRODUCE-2")
+        return _fail(d, step, produce_id, "NOT_ENOUGH_REPLICAS", "PRODUCE-2")
 
     # PRODUCE-3: append, stamped with the leader's epoch.
     base = leader.leo
@@ -53,8 +56,8 @@ def produce(d: Draft, step: Produce) -> None:
     if d.profile.keeps_epoch_cache:
         cache = epoch_cache.assign(cache, epoch, base)
     d.put(evolve(leader, log=leader.log.extend(records), epoch_cache=cache))
-    d.fire("PRODUCE-3")
-    appended = tuple((base + i, r.value, r.epoch) for i, r in enumerate(records))
+    d.fired.append("PRODUCE-3")
+    appended = tuple([(base + i, value, epoch) for i, value in enumerate(step.values)])
 
     if step.acks == "all":
         pending = PendingProduce(
@@ -64,11 +67,12 @@ def produce(d: Draft, step: Produce) -> None:
             deadline_ms=d.clock_ms + d.config.request_timeout_ms,
         )
         d.pending_produces = (*d.pending_produces, pending)
-        record_outcome(d, ProduceOutcome(produce_id, "all", "pending", appended))
-        d.fire("PRODUCE-5")
+        d.produces = d.produces.append(ProduceOutcome(produce_id, "all", "pending", appended))
+        d.fired.append("PRODUCE-5")
     else:
-        record_outcome(d, ProduceOutcome(produce_id, step.acks, "acked" if step.acks == "1" else "sent", appended))
-        d.fire("PRODUCE-4")
+        outcome = ProduceOutcome(produce_id, step.acks, "acked" if step.acks == "1" else "sent", appended)
+        d.produces = d.produces.append(outcome)
+        d.fired.append("PRODUCE-4")
 
     # The HW may move at once (an ISR of one; HW-LEADER-1 then completes waiting
     # produces), and parked fetches now have data.

@@ -40,7 +40,7 @@ def commit(d: Draft, records: Sequence[tuple[int, str, int]]) -> None:
 
 
 def _remove(d: Draft, pending: PendingProduce) -> None:
-    d.pending_produces = tuple(p for p in d.pending_produces if p != pending)
+    d.pending_produces = tuple([p for p in d.pending_produces if p != pending])
 
 
 def maybe_complete_produces(d: Draft, leader_id: str) -> None:
@@ -48,7 +48,9 @@ def maybe_complete_produces(d: Draft, leader_id: str) -> None:
     end offset: acked, or NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
     ``min.insync.replicas`` meanwhile (diverging-epoch: the maximal ISR, trunk
     ``checkEnoughReplicasReachOffset``)."""
-    leader = d.replica(leader_id)
+    if not d.pending_produces:
+        return
+    leader = d.replicas[d.position[leader_id]]
     for pending in list(d.pending_produces):
         if pending.leader != leader_id or leader.hw < pending.required_offset:
             continue
@@ -57,7 +59,7 @@ def maybe_complete_produces(d: Draft, leader_id: str) -> None:
         status = "acked" if enough else "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
         _remove(d, pending)
         record_outcome(d, evolve(outcome, status=status))
-        d.fire("PRODUCE-5")
+        d.fired.append("PRODUCE-5")
         if enough:
             commit(d, outcome.records)
 
@@ -65,13 +67,15 @@ def maybe_complete_produces(d: Draft, leader_id: str) -> None:
 def fail_pending_produces(d: Draft, leader_id: str, error: str, rule: str) -> None:
     """PRODUCE-6: the leader crashed (NETWORK_EXCEPTION) or stopped leading
     (NOT_LEADER_OR_FOLLOWER): its waiting produces end with that error."""
+    if not d.pending_produces:
+        return
     for pending in list(d.pending_produces):
         if pending.leader != leader_id:
             continue
         outcome = outcome_of(d, pending.id)
         _remove(d, pending)
         record_outcome(d, evolve(outcome, status=error))
-        d.fire(rule)
+        d.fired.append(rule)
 
 
 def expire_produce(d: Draft, pending: PendingProduce) -> None:
@@ -80,4 +84,4 @@ def expire_produce(d: Draft, pending: PendingProduce) -> None:
     outcome = outcome_of(d, pending.id)
     _remove(d, pending)
     record_outcome(d, evolve(outcome, status="REQUEST_TIMED_OUT"))
-    d.fire("PRODUCE-7")
+    d.fired.append("PRODUCE-7")

@@ -7,7 +7,7 @@ from . import epoch_cache
 from .draft import Draft
 from .hw_advance import maybe_increment_hw
 from .replica_ops import truncate
-from .state import FetchState, FollowerProgress, Role
+from .state import FETCHING, FOLLOWER, LEADER, NO_ROLE, TRUNCATING, FollowerProgress
 from .values import evolve
 
 
@@ -20,36 +20,39 @@ def become_leader(d: Draft, replica_id: str, epoch: int) -> None:
     counted as caught up now (``Replica.resetReplicaState``). Then the HW may move, since
     the ISR may be down to the leader alone.
     """
-    replica = d.replica(replica_id)
+    replica = d.replicas[d.position[replica_id]]
     now = d.clock_ms
-    was_leader = replica.role is Role.LEADER
+    was_leader = replica.role is LEADER
     cache = replica.epoch_cache
     if d.profile.keeps_epoch_cache:
         cache = epoch_cache.assign(cache, epoch, replica.leo)
-        d.fire("EPOCH-CACHE-1")
+        d.fired.append("EPOCH-CACHE-1")
     isr = d.controller.isr
+    leo = replica.log.end
     progress = tuple(
-        FollowerProgress(
-            replica=other,
-            remote_leo=replica.follower(other).remote_leo if was_leader else None,
-            last_caught_up_ms=now if other in isr else None,
-            last_fetch_leader_leo=replica.leo,
-            last_fetch_ms=now,
-        )
-        for other in d.config.replicas
-        if other != replica_id
+        [
+            FollowerProgress(
+                replica=other,
+                remote_leo=replica.follower(other).remote_leo if was_leader else None,
+                last_caught_up_ms=now if other in isr else None,
+                last_fetch_leader_leo=leo,
+                last_fetch_ms=now,
+            )
+            for other in d.config.replicas
+            if other != replica_id
+        ]
     )
     d.put(
         evolve(
             replica,
-            role=Role.LEADER,
+            role=LEADER,
             leader=replica_id,
             leader_epoch=epoch,
             epoch_cache=cache,
             progress=progress,
         )
     )
-    d.fire("LAI-2")
+    d.fired.append("LAI-2")
     maybe_increment_hw(d, replica_id)
 
 
@@ -60,21 +63,21 @@ def become_follower(d: Draft, replica_id: str, leader_id: str, epoch: int) -> No
     leader-epoch: it must ask OffsetsForLeaderEpoch first (fetch state ``truncating``).
     diverging-epoch: it fetches at once; the leader reports any divergence.
     """
-    replica = d.replica(replica_id)
-    leader_changed = replica.leader != leader_id or replica.role is not Role.FOLLOWER
+    replica = d.replicas[d.position[replica_id]]
+    leader_changed = replica.leader != leader_id or replica.role is not FOLLOWER
     profile = d.profile
-    fetch_state = FetchState.TRUNCATING if profile.asks_epoch_before_fetch else FetchState.FETCHING
+    fetch_state = TRUNCATING if profile.asks_epoch_before_fetch else FETCHING
     d.put(
         evolve(
             replica,
-            role=Role.FOLLOWER,
+            role=FOLLOWER,
             leader=leader_id,
             leader_epoch=epoch,
             fetch_state=fetch_state,
             progress=(),
         )
     )
-    d.fire("LAI-3")
+    d.fired.append("LAI-3")
     if profile.truncates_to_hw_on_follow and leader_changed:
         truncate(d, replica_id, replica.hw, rule="TRUNC-HW-1")
 
@@ -82,15 +85,15 @@ def become_follower(d: Draft, replica_id: str, leader_id: str, epoch: int) -> No
 def become_leaderless(d: Draft, replica_id: str, epoch: int) -> None:
     """LAI-4: told that the partition has no leader at ``epoch`` (CTRL-ELECT-3), the broker
     neither leads nor fetches until a later LeaderAndIsr names a leader."""
-    replica = d.replica(replica_id)
+    replica = d.replicas[d.position[replica_id]]
     d.put(
         evolve(
             replica,
-            role=Role.NONE,
+            role=NO_ROLE,
             leader=None,
             leader_epoch=epoch,
-            fetch_state=FetchState.FETCHING,
+            fetch_state=FETCHING,
             progress=(),
         )
     )
-    d.fire("LAI-4")
+    d.fired.append("LAI-4")
