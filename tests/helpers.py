@@ -8,6 +8,19 @@ from conformance.fixtures import Fixture, Problem, load_fixtures
 from conformance.paths import FIXTURES_DIR
 from reference_impl import Config, State, apply, initial_state, step_from_dict
 
+TINY_FIXTURE = """\
+id: tiny
+title: A tiny fixture
+source: test
+config:
+  replicas: [A, B]
+steps:
+  - do: {kind: produce, values: [m0]}
+    expect:
+      replicas: {A: {leo: 1}}
+"""
+"""The smallest valid fixture file: one produce, one expectation."""
+
 _LOADED: tuple[list[Fixture], list[Problem]] | None = None
 
 

@@ -9,20 +9,11 @@ import random
 from pathlib import Path
 
 import pytest
+from helpers import TINY_FIXTURE
 
 from conformance.fixtures import FixtureError, load_fixture_file, load_fixtures
 
-GOOD = """\
-id: tiny
-title: A tiny fixture
-source: test
-config:
-  replicas: [A, B]
-steps:
-  - do: {kind: produce, values: [m0]}
-    expect:
-      replicas: {A: {leo: 1}}
-"""
+GOOD = TINY_FIXTURE
 
 
 def write(tmp_path: Path, text: str, name: str = "f.yaml") -> Path:

@@ -9,21 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import TINY_FIXTURE
 
 from conformance import fixtures, validated
 from conformance.fixtures import FixtureError, load_fixture_file
 
-GOOD = """\
-id: tiny
-title: A tiny fixture
-source: test
-config:
-  replicas: [A, B]
-steps:
-  - do: {kind: produce, values: [m0]}
-    expect:
-      replicas: {A: {leo: 1}}
-"""
+GOOD = TINY_FIXTURE
 
 ROOT = Path(__file__).resolve().parents[1]
 
