@@ -68,7 +68,7 @@ def _load(traces: list[dict[str, Any]]) -> list[tuple[Any, list[Any]]]:
     return [(config_from_dict(t["config"]), [step_from_dict(s) for s in t["steps"]]) for t in traces]
 
 
-def _replay(runs: list[tuple[Any, list[Any]]], checked: bool) -> int:
+def replay_runs(runs: list[tuple[Any, list[Any]]], checked: bool) -> int:
     from reference_impl import apply, check, initial_state
 
     steps = 0
@@ -273,7 +273,7 @@ def probe(workloads_path: Path) -> list[int]:
     fine = []
     for i, trace in enumerate(data["mixed"]):
         try:
-            _replay(_load([trace]), checked=False)
+            replay_runs(_load([trace]), checked=False)
         except Exception:  # any failure (a rejection by older rules) drops the trace
             continue
         fine.append(i)
@@ -289,8 +289,8 @@ def worker(root: Path, workloads_path: Path, long: int, repeat: int, fuzz_exampl
     out: dict[str, Any] = {}
     for name in ("mixed", "common"):
         runs = _load(data[name])
-        out[f"{name} pure"] = _best(lambda runs=runs: _replay(runs, checked=False), repeat)
-        out[f"{name} checked"] = _best(lambda runs=runs: _replay(runs, checked=True), repeat)
+        out[f"{name} pure"] = _best(lambda runs=runs: replay_runs(runs, checked=False), repeat)
+        out[f"{name} checked"] = _best(lambda runs=runs: replay_runs(runs, checked=True), repeat)
         effects = _effects(runs)
         _floor(effects, check_result=True)
         out[f"{name} floor"] = _best(lambda effects=effects: _floor(effects, check_result=False), repeat)

@@ -34,6 +34,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=20)
     args = parser.parse_args()
 
+    from bench_core import replay_runs
     from tabulate import tabulate
     from workloads import mixed_traces
 
@@ -45,18 +46,7 @@ def main() -> None:
     ]
 
     def replay(checked: bool) -> int:
-        steps = 0
-        for config, trace in runs:
-            state = initial_state(config)
-            if checked:
-                check(state)
-            for step in trace:
-                after = apply(state, step)
-                if checked:
-                    check(after, state)
-                state = after
-                steps += 1
-        return steps
+        return replay_runs(runs, checked)
 
     def best(checked: bool) -> float:
         out = float("inf")
