@@ -28,7 +28,7 @@ PROPERTIES: dict[str, str] = {
     "SAFE-EPOCHS-INCREASE": "the controller's epoch and each replica's known epoch never decrease (EpochsIncrease)",
     "SAFE-ONE-LEADER": "no two online replicas lead the same epoch (OneLeaderPerEpoch)",
     "SAFE-STRONG-ISR": "every online ISR member holds the current leader's records below the leader's hw (after a "
-    "power failure it may lack some, not hold others) (StrongIsr)",
+    "power failure it may lack some, and hold others only from the lowest offset lost) (StrongIsr)",
     "SAFE-ACKED": "records acknowledged to an acks=all producer or returned to a consumer stay in the current "
     "leader's log at their offsets, unless an unclean election or a power failure happened (AckedNotLost)",
     "SAFE-CONSUMER-BELOW-HW": "a consumer gets only records below the leader's hw (ConsumerBelowHw)",
@@ -61,8 +61,9 @@ class SafetyMonitor:
     """offset -> ``value@epoch`` of every record acknowledged (acks=all) or consumed."""
     guarantee_given_up: str = ""
     """Why SAFE-ACKED no longer applies (an unclean election, a power failure)."""
-    power_failure: bool = False
-    """A power failure happened: an ISR member may lack records (SAFE-STRONG-ISR)."""
+    lost_from: int | None = None
+    """The lowest offset a power failure lost records from (None before any): from there on
+    an ISR member may lack records, or hold others written since (SAFE-STRONG-ISR)."""
     _pending: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
     _acks_all: set[str] = field(default_factory=set)
 
@@ -70,7 +71,7 @@ class SafetyMonitor:
         """The findings of this step (empty when every property holds)."""
         before = self.previous
         self._history(step, before, obs)
-        out = list(_state_findings(obs, self.replicas, self.power_failure))
+        out = list(_state_findings(obs, self.replicas, self.lost_from))
         if before is not None:
             out += _transition_findings(before, obs)
         if step.get("kind") == "consume":
@@ -84,9 +85,13 @@ class SafetyMonitor:
 
     def _history(self, step: Mapping[str, Any], before: Mapping[str, Any] | None, obs: Mapping[str, Any]) -> None:
         kind = step.get("kind")
-        if kind == "crash" and step.get("unflushed_from") is not None:
-            self.power_failure = True
+        unflushed_from = step.get("unflushed_from") if kind == "crash" else None
+        if _int(unflushed_from):
             self.guarantee_given_up = self.guarantee_given_up or "a power failure (crash with unflushed_from)"
+            leo = _reported_leo(before, step.get("replica"))
+            lost = leo is None or unflushed_from < leo  # nothing lost when it had flushed all
+            if lost and (self.lost_from is None or unflushed_from < self.lost_from):
+                self.lost_from = unflushed_from
         if kind in ("elect", "restart") and before is not None:  # a restart may elect (RESTART-2)
             leader = obs.get("leader")
             isr_before = before.get("isr")
@@ -198,7 +203,7 @@ def _strictly_increasing(cache: list[list[Any]]) -> bool:
     return True
 
 
-def _state_findings(obs: Mapping[str, Any], replicas: Sequence[str], lost_tails: bool = False) -> Iterator[Finding]:
+def _state_findings(obs: Mapping[str, Any], replicas: Sequence[str], lost_from: int | None = None) -> Iterator[Finding]:
     reps = obs.get("replicas")
     reps = reps if isinstance(reps, _MAPPING) else {}
     for name, rep in reps.items():
@@ -241,13 +246,31 @@ def _state_findings(obs: Mapping[str, Any], replicas: Sequence[str], lost_tails:
                 lstart, mstart = _start(lrep), _start(mrep)
                 first = max(lstart, mstart)  # nothing is compared below a log start
                 theirs, ours = mlog[first - mstart : hw - mstart], log[first - lstart : hw - lstart]
-                if lost_tails and len(theirs) < len(ours) and ours[: len(theirs)] == theirs:
-                    continue  # after a power failure a member may lack records, not hold others
-                if first < hw and theirs != ours:
+                if first < hw and theirs != ours and not _lost_since(lost_from, first, theirs, ours):
                     yield Finding(
                         "SAFE-STRONG-ISR",
                         f"ISR member {member} has {theirs} below leader {lname}'s hw={hw}, the leader {ours}",
                     )
+
+
+def _reported_leo(obs: Mapping[str, Any] | None, name: Any) -> int | None:
+    """The LEO ``obs`` reports for replica ``name``, if it does."""
+    reps = obs.get("replicas") if obs is not None else None
+    rep = reps.get(name) if isinstance(reps, _MAPPING) else None
+    leo = rep.get("leo") if isinstance(rep, _MAPPING) else None
+    return leo if _int(leo) else None
+
+
+def _lost_since(lost_from: int | None, first: int, theirs: list[Any], ours: list[Any]) -> bool:
+    """After a power failure (records lost from offset ``lost_from``) an ISR member may
+    lack the leader's records (a prefix of them) or, from ``lost_from`` on, hold others
+    (written over the lost tail since); below ``lost_from`` it must hold the leader's."""
+    if lost_from is None:
+        return False
+    if len(theirs) < len(ours) and ours[: len(theirs)] == theirs:
+        return True
+    keep = max(0, lost_from - first)
+    return theirs[:keep] == ours[:keep]
 
 
 def _transition_findings(before: Mapping[str, Any], obs: Mapping[str, Any]) -> Iterator[Finding]:

@@ -48,6 +48,9 @@ def crash(d: Draft, replica_id: str, unflushed_from: int | None = None) -> None:
         truncate(d, replica_id, unflushed_from, rule="CRASH-2")
         if unflushed_from < replica.leo:
             d.power_failures += 1
+            lost_from = d.power_lost_from
+            if lost_from is None or unflushed_from < lost_from:
+                d.power_lost_from = unflushed_from
         # The HW checkpoint may now point past the log; restart clamps it (RESTART-1).
 
 

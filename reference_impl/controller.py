@@ -115,9 +115,29 @@ def _send_leader_and_isr(d: Draft, before: Controller, notify: tuple[str, ...] |
     for name in online:
         message = LeaderAndIsr(dst=name, leader=ctrl.leader, epoch=ctrl.epoch, isr=ctrl.isr)
         if notify is None or name in notify:
+            if d.leader_and_isr:
+                _deliver_all_queued(d, name)
             apply_leader_and_isr(d, message)
         else:
             d.leader_and_isr = (*d.leader_and_isr, message)
+
+
+def _deliver_all_queued(d: Draft, replica_id: str) -> None:
+    """LAI-5: the controller's channel to a broker is first in, first out, so a broker that
+    receives a LeaderAndIsr now first receives those still in flight to it, oldest first.
+    (ZooKeeper: one queue and one ``RequestSendThread`` per broker in
+    ``ControllerChannelManager``, which retries a request until it is sent; KRaft: brokers
+    apply metadata records in log order.) Without this, a leader that missed its
+    demotion and is re-elected would keep its view of the followers from before (LAI-2:
+    kept on re-election) and could count a follower's records that a truncation under the
+    other leader removed."""
+    queued = [m for m in d.leader_and_isr if m.dst == replica_id]
+    if not queued:
+        return
+    d.leader_and_isr = tuple([m for m in d.leader_and_isr if m.dst != replica_id])
+    d.fired.append("LAI-5")
+    for message in queued:
+        apply_leader_and_isr(d, message)
 
 
 def elect(d: Draft, step: Elect) -> None:

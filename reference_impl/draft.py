@@ -52,6 +52,7 @@ class Draft:
     consumed: ConsumeOutcome | None
     unclean_elections: int
     power_failures: int
+    power_lost_from: int | None
     committed: History[tuple[int, str, int]]
     fired: list[str]
     delivered: tuple[Delivered, ...]

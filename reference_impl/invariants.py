@@ -67,9 +67,12 @@ def strong_isr(state: State) -> list[Violation]:
         member = replicas[position[name]]
         if not member.online:
             continue
-        if not (member.log.same_prefix(log, hw) if not (start or member.log_start) else _same_below(member, leader)):
-            if state.power_failures and member.leo < leader.hw and _lacks_only(member, leader):
-                continue  # a lost tail, not a divergence
+        if not (member.log.same_prefix(log, hw) if not (start or member.log_start) else _same_below(member, leader, hw)):
+            lost_from = state.power_lost_from
+            if lost_from is not None and (
+                (member.leo < leader.hw and _lacks_only(member, leader)) or _same_below(member, leader, lost_from)
+            ):
+                continue  # a lost tail, or what was written over it since: not required
             out.append(
                 Violation(
                     "StrongIsr",
@@ -89,13 +92,13 @@ def _lacks_only(member: Replica, leader: Replica) -> bool:
     return member.log.same_prefix(leader.log, member.leo)
 
 
-def _same_below(member: Replica, leader: Replica) -> bool:
-    """The member holds the leader's records below the leader's HW, from where both
-    logs still have records (LOG-START-1: nothing is compared below a log start)."""
+def _same_below(member: Replica, leader: Replica, end: int) -> bool:
+    """The member holds the leader's records below ``end`` (at most the leader's HW), from
+    where both logs still have records (LOG-START-1: nothing is compared below a log start)."""
+    end = min(end, leader.hw)
     start = max(member.log_start, leader.log_start)
     if not start:
-        return member.log.same_prefix(leader.log, leader.hw)
-    end = leader.hw
+        return member.log.same_prefix(leader.log, end)
     return end <= start or member.log.read(start, end) == leader.log.read(start, end)
 
 

@@ -173,6 +173,9 @@ class State:
     """History variable: how many unclean elections happened (AckedNotLost is void after one)."""
     power_failures: int
     """History variable: crashes that lost unflushed records (AckedNotLost is void after one)."""
+    power_lost_from: int | None
+    """History variable: the lowest offset from which a power failure lost records (None
+    before any); ISR members may differ from there on (StrongIsr)."""
     committed: History[tuple[int, str, int]]
     """History variable: ``(offset, value, epoch)`` of records acknowledged to an acks=all
     producer or returned to a consumer. Would not exist in an implementation."""
@@ -237,6 +240,7 @@ def state_at_start(config: Config, replicas: tuple[Replica, ...], controller: Co
         consumed=None,
         unclean_elections=0,
         power_failures=0,
+        power_lost_from=None,
         committed=empty_committed(),
         fired=(),
     )

@@ -106,15 +106,11 @@ def test_a_power_failure_lets_an_isr_member_lack_records() -> None:
 OPEN_STRONG_ISR = Path(__file__).parent / "data" / "strong-isr-open-traces.jsonl"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: the 1M-trace corpus (kconform generate --traces 1000000 --seed 1) has 6 traces where the "
-    "reference breaks its own StrongIsr (and the safety monitor reports SAFE-STRONG-ISR): e.g. s1-134626, a stale "
-    "leader re-elected keeps a follower's LEO from before that follower truncated (Partition.makeLeader resets "
-    "follower state only for a new leader), so its HW passes the follower's log. Kafka's behaviour there decides "
-    "whether the model or the invariant changes; this test passes (and must be un-marked) once it is settled.",
-)
 def test_strong_isr_holds_on_the_corpus_traces_that_broke_it() -> None:
+    """The 1M-trace corpus (seed 1, made before LAI-5) had 6 traces where the reference
+    broke its own StrongIsr: five by applying a LeaderAndIsr ahead of an older one still in
+    flight (now LAI-5), one by a power failure's overwritten tail (now allowed from the lost
+    offset on). Their steps, replayed on today's reference, keep every invariant."""
     from conformance.corpus.format import parse_line
 
     broken = []
@@ -131,3 +127,69 @@ def test_strong_isr_holds_on_the_corpus_traces_that_broke_it() -> None:
                 broken.append(trace.fixture.id)
                 break
     assert broken == []
+
+
+def test_lai_5_is_what_keeps_strong_isr_on_five_of_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the in-order delivery (LAI-5) the five stale-leader traces break StrongIsr
+    again: the replay above can fail."""
+    from conformance.corpus.format import parse_line
+    from reference_impl import controller
+
+    monkeypatch.setattr(controller, "_deliver_all_queued", lambda d, replica_id: None)
+    broken = []
+    for number, line in enumerate(OPEN_STRONG_ISR.read_text(encoding="utf-8").splitlines(), 1):
+        trace = parse_line(line, str(OPEN_STRONG_ISR), number)
+        state = trace.fixture.start()
+        for fs in trace.fixture.steps:
+            before = state
+            try:
+                state = apply(state, fs.step)
+            except StepRejected:
+                continue
+            if any(v.invariant == "StrongIsr" for v in check(state, before)):
+                broken.append(trace.fixture.id)
+                break
+    assert broken == ["s1-134626", "s1-531782", "s1-545686", "s1-604773", "s1-905896"]
+
+
+@pytest.mark.parametrize(
+    ("member_log", "lost_from", "found"),
+    [
+        (["a", "x", "y"], 1, False),  # other records from the lost offset on: allowed
+        (["a", "b", "y"], 1, False),
+        (["a", "x", "y"], 2, True),  # a different record below the lost offset
+        (["x", "b", "c"], 1, True),
+        (["a"], 2, False),  # lacks records (a prefix): allowed after any power failure
+        (["a", "x", "y"], None, True),  # no power failure: any difference below the HW
+        (["a", "b", "c"], None, False),
+    ],
+)
+def test_safe_strong_isr_after_a_power_failure(member_log: list[str], lost_from: int | None, found: bool) -> None:
+    """SAFE-STRONG-ISR over observations: after a power failure an ISR member may lack
+    records, or hold others from the lowest offset lost on; below it, never."""
+    from conformance.safety import _state_findings
+
+    def rep(role: str, log: list[str], hw: int) -> dict[str, object]:
+        return {"online": True, "role": role, "leader_epoch": 1, "hw": hw, "leo": len(log), "log": log}
+
+    obs = {
+        "leader": "A",
+        "leader_epoch": 1,
+        "isr": ["A", "B"],
+        "replicas": {"A": rep("leader", ["a", "b", "c"], 3), "B": rep("follower", member_log, 0)},
+    }
+    findings = [f.property for f in _state_findings(obs, ("A", "B"), lost_from)]
+    assert ("SAFE-STRONG-ISR" in findings) is found
+
+
+def test_the_monitor_counts_a_power_failure_only_when_records_were_lost() -> None:
+    """``crash unflushed_from`` at the LEO loses nothing: SAFE-STRONG-ISR stays strict."""
+    from conformance.safety import SafetyMonitor
+
+    monitor = SafetyMonitor(("A", "B"), "leader-epoch")
+    obs = {"replicas": {"B": {"leo": 2}}}
+    monitor.observe({"kind": "produce"}, obs)
+    monitor.observe({"kind": "crash", "replica": "B", "unflushed_from": 2}, obs)
+    assert monitor.lost_from is None
+    monitor.observe({"kind": "crash", "replica": "B", "unflushed_from": 1}, obs)
+    assert monitor.lost_from == 1
