@@ -70,9 +70,13 @@ def strong_isr(state: State) -> list[Violation]:
         if not (member.log.same_prefix(log, hw) if not (start or member.log_start) else _same_below(member, leader, hw)):
             lost_from = state.power_lost_from
             if lost_from is not None and (
-                (member.leo < leader.hw and _lacks_only(member, leader)) or _same_below(member, leader, lost_from)
+                (member.leo < leader.hw and _lacks_only(member, leader))
+                or (state.config.profile.keeps_epoch_cache and _same_below(member, leader, lost_from))
             ):
-                continue  # a lost tail, or what was written over it since: not required
+                # A lost tail; or, where followers truncate by leader epoch, records written
+                # over it since, which that truncation removes (under hw-truncation they
+                # stay: KIP-101's divergence).
+                continue
             out.append(
                 Violation(
                     "StrongIsr",

@@ -1,4 +1,4 @@
-"""Election and LeaderAndIsr members (historical-bugs.md entries 19-23)."""
+"""Election and LeaderAndIsr members (historical-bugs.md entries 19-22, 61)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from collections.abc import Iterable
 
 from reference_impl import controller
 from reference_impl.draft import Draft
-from reference_impl.messages import LeaderAndIsr
 from reference_impl.steps import Elect
 from reference_impl.values import evolve
 
@@ -112,23 +111,20 @@ class ControlledElectionOfOutOfSyncReplica(Mutant):
 
 
 @member(
-    "stale-leader-and-isr-applied",
-    23,
-    "plausible: ReplicaManager.becomeLeaderOrFollower without its leader-epoch check",
+    "leader-and-isr-out-of-order",
+    61,
+    "plausible (the reference's own error until the 1M-trace corpus found it): a broker told at once "
+    "applies the new LeaderAndIsr ahead of older ones in flight (ControllerChannelManager is first in, first out)",
     ALL,
-    ("LAI-1",),
+    ("LAI-5",),
 )
-class StaleLeaderAndIsrApplied(Mutant):
-    """A broker applies every LeaderAndIsr that reaches it, also one older than the
-    epoch it already knows."""
+class LeaderAndIsrOutOfOrder(Mutant):
+    """A broker that is told of an election at once applies it before the LeaderAndIsr
+    requests still in flight to it; those arrive later and are ignored as stale (LAI-1).
+    A leader that missed its demotion is then "re-elected" and keeps its followers' LEOs."""
 
     def patches(self) -> Iterable[Patch]:
-        original = controller.apply_leader_and_isr
+        def deliver_all_queued(d: Draft, replica_id: str) -> None:
+            return None
 
-        def apply_leader_and_isr(d: Draft, message: LeaderAndIsr) -> None:
-            replica = d.replica(message.dst)
-            if replica.online and message.epoch <= replica.leader_epoch:
-                d.put(evolve(replica, leader_epoch=message.epoch - 1))
-            original(d, message)
-
-        return [(controller, "apply_leader_and_isr", apply_leader_and_isr)]
+        return [(controller, "_deliver_all_queued", deliver_all_queued)]
