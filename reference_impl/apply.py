@@ -72,16 +72,22 @@ ACTIONS: dict[type, Callable[[Draft, Any], None]] = {
 }
 
 
+_NAMES_A_REPLICA = frozenset(cls for cls in ACTIONS if "replica" in getattr(cls, "__dataclass_fields__", ()))
+"""The step kinds with a ``replica`` field (STEP-PRE-1 checks it)."""
+
+
 def apply(state: State, step: Step) -> State:
     """Apply one step; the new state's ``fired`` lists the rules it fired."""
-    action = ACTIONS.get(type(step))
+    cls = type(step)
+    action = ACTIONS.get(cls)
     if action is None:
         raise TypeError(f"not a step: {step!r}")
-    replica = getattr(step, "replica", None)
-    if replica is not None and replica not in state.config.position:
-        raise StepRejected(
-            "STEP-PRE-1", f"{step.kind}: unknown replica {replica!r} (replicas: {list(state.config.replicas)})"
-        )
+    if cls in _NAMES_A_REPLICA:
+        replica = step.replica  # type: ignore[attr-defined]
+        if replica is not None and replica not in state.config.position:
+            raise StepRejected(
+                "STEP-PRE-1", f"{step.kind}: unknown replica {replica!r} (replicas: {list(state.config.replicas)})"
+            )
     draft = open_draft(state)
     action(draft, step)
     return draft.freeze()

@@ -98,7 +98,9 @@ def _remove_from_isr(d: Draft, replica_id: str) -> None:
     d.fired.append("CTRL-FAIL-1")
 
 
-def _send_leader_and_isr(d: Draft, before: Controller, notify: tuple[str, ...] | None) -> None:
+def _send_leader_and_isr(
+    d: Draft, before: Controller, notify: tuple[str, ...] | None, online: list[str] | None = None
+) -> None:
     """CTRL-ELECT-5: a new leader epoch goes to every live broker in a LeaderAndIsr; those in
     ``notify`` (default: all) apply it now, the others when it is delivered. A change that
     keeps the leader epoch (KRaft ISR change) reaches the brokers as metadata, which the
@@ -107,7 +109,8 @@ def _send_leader_and_isr(d: Draft, before: Controller, notify: tuple[str, ...] |
     if ctrl.epoch == before.epoch:
         return
     replicas = d.config.replicas
-    online = [r.id for r in d.replicas if r.online]
+    if online is None:
+        online = [r.id for r in d.replicas if r.online]
     if notify is not None:
         for name in notify:
             if name not in replicas:
@@ -177,7 +180,7 @@ def elect(d: Draft, step: Elect) -> None:
     # CTRL-ELECT-5: epoch + 1, and LeaderAndIsr to every live broker.
     d.controller = evolve(ctrl, leader=step.leader, epoch=ctrl.epoch + 1, partition_epoch=ctrl.partition_epoch + 1)
     d.fired.extend(("CTRL-ELECT-4", "CTRL-ELECT-5"))
-    _send_leader_and_isr(d, ctrl, step.notify)
+    _send_leader_and_isr(d, ctrl, step.notify, online)
 
 
 def deliver_alter_partition(d: Draft, replica_id: str) -> None:

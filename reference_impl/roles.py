@@ -29,19 +29,23 @@ def become_leader(d: Draft, replica_id: str, epoch: int) -> None:
         d.fired.append("EPOCH-CACHE-1")
     isr = d.controller.isr
     leo = replica.log.end
-    progress = tuple(
-        [
-            FollowerProgress(
-                replica=other,
-                remote_leo=replica.follower(other).remote_leo if was_leader else None,
-                last_caught_up_ms=now if other in isr else None,
-                last_fetch_leader_leo=leo,
-                last_fetch_ms=now,
-            )
-            for other in d.config.replicas
-            if other != replica_id
-        ]
-    )
+    # FollowerProgress(replica, remote_leo, last_caught_up_ms, last_fetch_leader_leo,
+    # last_fetch_ms), positionally: this runs on every election.
+    if was_leader:
+        progress = tuple(
+            [
+                FollowerProgress(p.replica, p.remote_leo, now if p.replica in isr else None, leo, now)
+                for p in replica.progress
+            ]
+        )
+    else:
+        progress = tuple(
+            [
+                FollowerProgress(other, None, now if other in isr else None, leo, now)
+                for other in d.config.replicas
+                if other != replica_id
+            ]
+        )
     d.put(
         evolve(
             replica,
