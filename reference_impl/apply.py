@@ -83,7 +83,7 @@ def apply(state: State, step: Step) -> State:
     if action is None:
         raise TypeError(f"not a step: {step!r}")
     if cls in _NAMES_A_REPLICA:
-        replica = step.replica  # type: ignore[attr-defined]
+        replica = step.replica  # type: ignore[union-attr]
         if replica is not None and replica not in state.config.position:
             raise StepRejected(
                 "STEP-PRE-1", f"{step.kind}: unknown replica {replica!r} (replicas: {list(state.config.replicas)})"

@@ -67,7 +67,8 @@ def strong_isr(state: State) -> list[Violation]:
         member = replicas[position[name]]
         if not member.online:
             continue
-        if not (member.log.same_prefix(log, hw) if not (start or member.log_start) else _same_below(member, leader, hw)):
+        holds = member.log.same_prefix(log, hw) if not (start or member.log_start) else _same_below(member, leader, hw)
+        if not holds:
             lost_from = state.power_lost_from
             if lost_from is not None and (
                 (member.leo < leader.hw and _lacks_only(member, leader))
