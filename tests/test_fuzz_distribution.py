@@ -133,7 +133,7 @@ def test_a_refused_step_the_member_performs_is_a_replayable_witness(tmp_path: Pa
 
 
 def test_kip_101_data_loss_is_an_expected_finding_with_a_short_witness() -> None:
-    report = fuzz_all(ReferenceAdapter(), Generation.HW_TRUNCATION, examples=200, seed=1)
+    report = fuzz_all(ReferenceAdapter(), Generation.HW_TRUNCATION, examples=300, seed=1)
     assert report.failures == []
     found = {f.invariant: f for f in report.findings}
     assert set(found) == {"StrongIsr", "AckedNotLost"} and all(f.expected for f in found.values())

@@ -5,6 +5,7 @@ works (hypothesis is a runtime dependency). pyproject.toml lists every package."
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+_NOT_SOURCE = (".git", ".venv", "out", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis")
 
 
 def test_pyproject_lists_every_python_package() -> None:
@@ -40,8 +42,13 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
     )
     (Path(site.strip()) / "kconform-test-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # Build from a copy: setuptools leaves build/ and kconform.egg-info/ in the folder it
+    # builds in. In this tree, a stale build/lib would put deleted fixtures in the wheel,
+    # and the egg-info would make pytest rewrite kconform's modules in later tests.
+    source = tmp / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*_NOT_SOURCE))
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", str(ROOT)],
+        [sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", str(source)],
         capture_output=True,
         text=True,
         cwd=tmp,
