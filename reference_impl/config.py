@@ -49,6 +49,11 @@ class Config:
         return self.initial_leader if self.initial_leader is not None else self.replicas[0]
 
     def validate(self) -> Config:
+        """This config, if every field is valid (else ``ConfigError`` naming the field).
+        A config that passed once is not checked again: it is frozen, and a corpus
+        replay starts a million traces from a few configs."""
+        if "_valid" in self.__dict__:
+            return self
         if not self.replicas:
             raise ConfigError("replicas", "a partition needs at least one replica")
         for name in self.replicas:
@@ -78,6 +83,7 @@ class Config:
                 "replica_high_watermark_checkpoint_interval_ms",
                 "must be 0 (checkpoint on every change) or a positive number of milliseconds",
             )
+        self.__dict__["_valid"] = True  # (as cached_property stores: a frozen dataclass's dict)
         return self
 
     def to_dict(self) -> dict[str, Any]:

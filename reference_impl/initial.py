@@ -15,7 +15,7 @@ from typing import Any
 from . import epoch_cache
 from .config import Config
 from .log import Log
-from .state import Controller, FetchState, FollowerProgress, Replica, Role, State, state_at_start
+from .state import FETCHING, FOLLOWER, LEADER, Controller, FollowerProgress, Replica, State, state_at_start
 
 
 def initial_state(config: Config, initial: Mapping[str, Any] | None = None) -> State:
@@ -57,10 +57,10 @@ def initial_state(config: Config, initial: Mapping[str, Any] | None = None) -> S
                 hw=0,
                 checkpoint_hw=0,
                 epoch_cache=cache,
-                role=Role.LEADER if is_leader else Role.FOLLOWER,
+                role=LEADER if is_leader else FOLLOWER,
                 leader=leader_id,
                 leader_epoch=0,
-                fetch_state=FetchState.FETCHING,
+                fetch_state=FETCHING,
                 progress=progress,
                 started_ms=0,
                 incarnation=0,

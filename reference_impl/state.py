@@ -66,6 +66,7 @@ class FollowerProgress:
     """When the follower's previous fetch was handled."""
 
 
+@fast_init
 @dataclass(frozen=True)
 class Replica:
     """One broker's copy of the partition, and what that broker believes."""
@@ -155,6 +156,7 @@ class EpochQueryOutcome:
     end_offset: int
 
 
+@fast_init
 @dataclass(frozen=True)
 class State:
     config: Config
