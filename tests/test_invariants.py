@@ -106,50 +106,42 @@ def test_a_power_failure_lets_an_isr_member_lack_records() -> None:
 OPEN_STRONG_ISR = Path(__file__).parent / "data" / "strong-isr-open-traces.jsonl"
 
 
+def _traces_breaking(invariants: set[str] | None = None) -> list[str]:
+    """Ids of the stored traces whose steps, replayed on the reference, break one of
+    ``invariants`` (any invariant when None) at some step."""
+    from conformance.corpus.format import parse_line
+
+    broken = []
+    for number, line in enumerate(OPEN_STRONG_ISR.read_text(encoding="utf-8").splitlines(), 1):
+        trace = parse_line(line, str(OPEN_STRONG_ISR), number)
+        state = trace.fixture.start()
+        for fs in trace.fixture.steps:
+            before = state
+            try:
+                state = apply(state, fs.step)
+            except StepRejected:
+                continue
+            if any(invariants is None or v.invariant in invariants for v in check(state, before)):
+                broken.append(trace.fixture.id)
+                break
+    return broken
+
+
 def test_strong_isr_holds_on_the_corpus_traces_that_broke_it() -> None:
     """The 1M-trace corpus (seed 1, made before LAI-5) had 6 traces where the reference
     broke its own StrongIsr: five by applying a LeaderAndIsr ahead of an older one still in
     flight (now LAI-5), one by a power failure's overwritten tail (now allowed from the lost
     offset on). Their steps, replayed on today's reference, keep every invariant."""
-    from conformance.corpus.format import parse_line
-
-    broken = []
-    for number, line in enumerate(OPEN_STRONG_ISR.read_text(encoding="utf-8").splitlines(), 1):
-        trace = parse_line(line, str(OPEN_STRONG_ISR), number)
-        state = trace.fixture.start()
-        for fs in trace.fixture.steps:
-            before = state
-            try:
-                state = apply(state, fs.step)
-            except StepRejected:
-                continue
-            if check(state, before):
-                broken.append(trace.fixture.id)
-                break
-    assert broken == []
+    assert _traces_breaking() == []
 
 
 def test_lai_5_is_what_keeps_strong_isr_on_five_of_them(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the in-order delivery (LAI-5) the five stale-leader traces break StrongIsr
     again: the replay above can fail."""
-    from conformance.corpus.format import parse_line
     from reference_impl import controller
 
     monkeypatch.setattr(controller, "_deliver_all_queued", lambda d, replica_id: None)
-    broken = []
-    for number, line in enumerate(OPEN_STRONG_ISR.read_text(encoding="utf-8").splitlines(), 1):
-        trace = parse_line(line, str(OPEN_STRONG_ISR), number)
-        state = trace.fixture.start()
-        for fs in trace.fixture.steps:
-            before = state
-            try:
-                state = apply(state, fs.step)
-            except StepRejected:
-                continue
-            if any(v.invariant == "StrongIsr" for v in check(state, before)):
-                broken.append(trace.fixture.id)
-                break
-    assert broken == ["s1-134626", "s1-531782", "s1-545686", "s1-604773", "s1-905896"]
+    assert _traces_breaking({"StrongIsr"}) == ["s1-134626", "s1-531782", "s1-545686", "s1-604773", "s1-905896"]
 
 
 @pytest.mark.parametrize(
