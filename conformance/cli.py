@@ -10,6 +10,7 @@ hypothesis) are imported by the commands that need them, so ``--help`` is instan
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fnmatch
 import json
 import os
@@ -338,7 +339,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         adapter = resolve(args.impl, timeout_s=args.timeout, start_timeout_s=args.start_timeout)
     except UnknownImplementation as exc:
         _fail(str(exc))
-    ignore = _known_differences(args.expectations or [])
+    ignore = _known_differences(args.expectations or [], args.impl, adapter)
     generation = Generation(args.generation)
     try:
         report = fuzz_all(
@@ -396,21 +397,18 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     return 1
 
 
-def _known_differences(paths: list[Path]) -> dict[str, str]:
-    """``known_differences`` of fuzz expectation files: field path or property glob -> reason."""
-    import yaml
+def _known_differences(paths: list[Path], impl: str, adapter: Any) -> dict[str, str]:
+    """The known differences the expectations files give ``impl`` (by its ``--impl`` name or
+    the name it reports): field path or property glob -> reason (``expectations.py``)."""
+    from .expectations import load_expectations
 
-    out: dict[str, str] = {}
-    for path in paths:
-        try:
-            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as exc:
-            _fail(f"{path}: cannot read: {exc}")
-        known = doc.get("known_differences") if isinstance(doc, dict) else None
-        if not isinstance(known, dict) or not all(isinstance(k, str) for k in known):
-            _fail(f"{path}:1: known_differences: must map field paths or safety properties to reasons")
-        out.update({str(k): str(v) for k, v in known.items()})
-    return out
+    expectations, problems = load_expectations(paths)
+    if problems:
+        _fail("invalid expectations:\n" + "\n".join(str(p) for p in problems))
+    names = [impl]
+    with contextlib.suppress(AdapterError):
+        names.append(adapter.describe().name)
+    return expectations.known(tuple(names))
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
@@ -425,6 +423,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
             adapter = resolve(args.impl, timeout_s=args.timeout, start_timeout_s=args.start_timeout)
         except UnknownImplementation as exc:
             _fail(str(exc))
+    known = _known_differences(args.expectations or [], args.impl, adapter) if adapter is not None else {}
     names = ["A", "B", "C", "D", "E"][: args.replicas]
     rows, unexpected = [], 0
     args.out.mkdir(parents=True, exist_ok=True)
@@ -453,19 +452,25 @@ def cmd_explore(args: argparse.Namespace) -> int:
             unexpected += not finding.expected
         if adapter is not None:
             try:
-                disagreement = replay(adapter, config, tree, result)
+                disagreement = replay(adapter, config, tree, result, level=args.level, known=known)
             except AdapterError as exc:
                 _fail(f"implementation {args.impl!r} cannot start: {exc.message}\n{exc.detail}")
             if disagreement is not None:
                 unexpected += 1
                 name = f"explore-{generation}-disagreement"
                 path = args.out / f"{name}.yaml"
-                title = f"Shortest path where {args.impl} disagrees with the reference ({disagreement.reason})"
-                path.write_text(witness_fixture(config, disagreement.path, name, title), encoding="utf-8")
+                title = f"Shortest path where {args.impl} fails level {args.level} ({disagreement.reason})"
+                witness = witness_fixture(config, disagreement.path, name, title, level=args.level)
+                path.write_text(witness, encoding="utf-8")
+                level = f" --level {args.level}" if args.level != "exact" else ""
                 found.append(
-                    f"{args.impl} disagrees after {_plural(len(disagreement.path), 'step')}: "
-                    f"{disagreement.reason}: {path}"
+                    f"{args.impl} fails level {args.level} after {_plural(len(disagreement.path), 'step')}: "
+                    f"{disagreement.reason}: {path} (kconform run --impl '{args.impl}'{level} --fixtures {path})"
                 )
+            elif not result.paths_replayed:
+                unexpected += 1
+                skipped = "; ".join(f"{n} {reason}" for reason, n in result.paths_skipped.most_common(3))
+                found.append(f"{args.impl}: no path could be judged ({skipped or 'no path'}): nothing established")
         depth = f"{result.depth_reached}" + ("" if result.complete else f" of {args.depth} (budget ran out)")
         rows.append(
             [
@@ -731,6 +736,19 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "(about seven times the states per level; default: off)",
     )
     ex.add_argument("--impl", metavar="SPEC", help="also replay every path on this implementation (as run --impl)")
+    ex.add_argument(
+        "--level",
+        choices=LEVELS,
+        default="exact",
+        help="the level each replayed path is judged at, as in run (default: exact; see docs/levels.md)",
+    )
+    ex.add_argument(
+        "--expectations",
+        action="append",
+        type=Path,
+        metavar="FILE",
+        help="expectations file: its known_differences are ignored (repeatable; docs/reports.md)",
+    )
     ex.add_argument(
         "--out", type=Path, default=Path("out/explore"), help="where witness fixtures go (default: out/explore)"
     )

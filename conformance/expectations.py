@@ -8,18 +8,38 @@ In the manner of web-platform-tests' metadata, a YAML file per implementation:
       seed-09-isr-shrink-expand: "our ISR check runs every second"
 
 A key is a fixture id (``seed-01-normal-round/leader-epoch``) or a fixture file id
-(``seed-01-normal-round``), which covers all its generations. Such fixtures report XFAIL
-when they fail and XPASS when they pass; only unexpected results fail the run.
+(``seed-01-normal-round``), which covers all its generations; a corpus trace id works the
+same in ``kconform replay``. Such fixtures report XFAIL when they fail and XPASS when they
+pass; only unexpected results fail the run.
+
+The same file may list **known differences**: field paths or safety properties (globs, e.g.
+``replicas.*.remote_leo`` or ``SAFE-EPOCH-CACHE``) whose failures are ignored wherever the
+implementation is judged, with the reason:
+
+    implementation: my-broker
+    known_differences:
+      replicas.*.epoch_cache: we keep no epoch cache (KIP-101 is done by truncating to the HW)
+
+Every command reads this one format (``run``, ``replay``, ``fuzz``, ``explore``, the pytest
+plugin): ids apply where runs have ids (fixtures, corpus traces), known differences
+everywhere (a random run has no id). A file without ``implementation`` applies to every
+implementation judged.
 """
 
 from __future__ import annotations
 
+import fnmatch
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from .fixtures import PathKey, Problem, field_path, line_for, line_map
+
+ANY = "*"
+"""The implementation key of a file that names none: it applies to every implementation."""
 
 
 @dataclass
@@ -28,6 +48,15 @@ class Expectations:
 
     by_impl: dict[str, dict[str, str]] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
+    known_by_impl: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Implementation (or ``*``: any) -> field path or property glob -> reason."""
+
+    def known(self, impl_ids: tuple[str, ...]) -> dict[str, str]:
+        """The known differences of an implementation known by any of ``impl_ids``."""
+        out = dict(self.known_by_impl.get(ANY, {}))
+        for impl in impl_ids:
+            out.update(self.known_by_impl.get(impl, {}))
+        return out
 
     def reason(self, impl_ids: tuple[str, ...], fixture_id: str, base_id: str) -> str | None:
         for impl in impl_ids:
@@ -72,22 +101,41 @@ def load_expectations(paths: list[Path]) -> tuple[Expectations, list[Problem]]:
             key, message = problem
             problems.append(Problem(file, line_for(lines, key), field_path(key), message))
             continue
-        out.by_impl.setdefault(doc["implementation"], {}).update(doc.get("expected_failures") or {})
-        out.sources[doc["implementation"]] = file
+        impl = doc.get("implementation", ANY)
+        out.by_impl.setdefault(impl, {}).update(doc.get("expected_failures") or {})
+        out.known_by_impl.setdefault(impl, {}).update(doc.get("known_differences") or {})
+        out.sources[impl] = file
     return out, problems
 
 
 def _check(doc: object) -> tuple[PathKey, str] | None:
     """The first thing wrong with an expectations document, with its path."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("implementation"), str):
-        return ("implementation",), "an expectations file needs 'implementation: NAME'"
-    extra = sorted(set(doc) - {"implementation", "expected_failures"})
+    if not isinstance(doc, dict):
+        return ("implementation",), "an expectations file is a mapping with 'implementation: NAME'"
+    if "implementation" in doc and not isinstance(doc["implementation"], str):
+        return ("implementation",), "must be the implementation's name (--impl or the name it reports)"
+    extra = sorted(set(doc) - {"implementation", "expected_failures", "known_differences"})
     if extra:
-        return (extra[0],), "unknown field (allowed: implementation, expected_failures)"
-    failures = doc.get("expected_failures") or {}
-    if not isinstance(failures, dict):
-        return ("expected_failures",), "must map fixture ids to a reason"
-    for key, reason in failures.items():
-        if not (isinstance(key, str) and isinstance(reason, str) and reason.strip()):
-            return ("expected_failures", str(key)), "the reason must be a non-empty string"
+        return (extra[0],), "unknown field (allowed: implementation, expected_failures, known_differences)"
+    if "implementation" not in doc and doc.get("expected_failures"):
+        return ("implementation",), "expected_failures need 'implementation: NAME' (whose failures they are)"
+    for key_name, what in (("expected_failures", "fixture ids"), ("known_differences", "field or property globs")):
+        entries = doc.get(key_name) or {}
+        if not isinstance(entries, dict):
+            return (key_name,), f"must map {what} to a reason"
+        for key, reason in entries.items():
+            if not (isinstance(key, str) and isinstance(reason, str) and reason.strip()):
+                return (key_name, str(key)), "the reason must be a non-empty string"
+    return None
+
+
+def is_known(failure: Mapping[str, Any], known: Mapping[str, str]) -> str | None:
+    """The reason ``failure`` (a judge record) is a known difference, or None: its field
+    path, or for a safety finding its property, matches a glob of ``known``."""
+    if not known:
+        return None
+    name = str(failure.get("property") or failure.get("field") or "")
+    for pattern, reason in known.items():
+        if fnmatch.fnmatchcase(name, pattern):
+            return reason
     return None

@@ -19,9 +19,10 @@ the shortest disagreement becomes a witness fixture.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -43,11 +44,12 @@ from reference_impl import (
 from reference_impl.steps import Crash, Elect
 from reference_impl.values import evolve
 
-from .adapter import Adapter, AdapterError
+from .adapter import Adapter, AdapterError, Description
 from .compare import first_divergence
 from .distribution import refused_steps
 from .in_process import ReferenceAdapter
-from .runner import comparable
+from .runner import comparable, run_fixture
+from .walk import walk
 from .wire import wire_step
 
 REFUSED_DEPTH = 4
@@ -96,8 +98,11 @@ class Exploration:
     """The first (shortest) violation of each invariant."""
     disagreement: Disagreement | None = None
     paths_replayed: int = 0
-    """Root-to-leaf paths replayed from a reset; for an in-process implementation, which is
+    """Root-to-leaf paths judged from a reset; for an in-process implementation, which is
     rewound instead, the transitions stepped."""
+    paths_skipped: Counter[str] = field(default_factory=Counter)
+    """Paths the implementation cannot run at all (nothing left after lowering, a field it
+    does not honour), by reason."""
 
     @property
     def states_per_second(self) -> float:
@@ -232,25 +237,30 @@ def replay(
     on_path: Callable[[int], None] | None = None,
     first: bool = False,
     tree: Edges | None = None,
+    level: str = "exact",
+    known: Mapping[str, str] | None = None,
 ) -> Disagreement | None:
-    """Replay every leaf path on ``adapter`` against the reference; keep the shortest
-    disagreement (its prefix up to the first differing step). ``first``: stop at the
-    first disagreement (a kill is enough: ``kconform sensitivity``). ``tree``: ``edges(parents)``,
-    if already computed."""
-    if isinstance(adapter, ReferenceAdapter):
+    """Replay every leaf path on ``adapter``, each judged at ``level`` by the one engine (the
+    path as a fixture expecting the reference's observation after every step, ``walk.py``,
+    through ``runner.run_fixture``: conventions, role fields, coarsening, settled and safety
+    exactly as ``kconform run``); keep the shortest disagreement (the path up to its first
+    failing step). ``first``: stop at the first disagreement (a kill is enough: ``kconform
+    sensitivity``). ``tree``: ``edges(parents)``, if already computed.
+
+    An in-process implementation whose state is a value and that reports every field in the
+    reference's form (the reference, a zoo member) is judged at ``exact`` by rewinding it
+    along the tree instead (``_replay_rewinding``): the same verdicts
+    (``tests/test_one_judge.py``), one step per state instead of one per step of every path."""
+    description = adapter.describe()
+    if level == "exact" and not known and isinstance(adapter, ReferenceAdapter) and _plain(description):
         best = _replay_rewinding(adapter, config, parents, result, first, tree=tree)
         result.disagreement = best
         return best
-    description = adapter.describe()
-    supported = set(description.steps)
     best = None
     for path in leaf_paths(parents):
         if best is not None and len(path) >= len(best.path) and _covers(best.path, path):
             continue
-        if any(step.kind not in supported for step in path):
-            continue
-        found = _replay_one(adapter, description, config, path)
-        result.paths_replayed += 1
+        found = _replay_one(adapter, description, config, path, level, result, known)
         if on_path is not None:
             on_path(result.paths_replayed)
         if found is not None and (best is None or len(found.path) < len(best.path)):
@@ -259,6 +269,18 @@ def replay(
                 break
     result.disagreement = best
     return best
+
+
+def _plain(description: Description) -> bool:
+    """Reports every step kind and field in the reference's own form."""
+    from reference_impl import STEP_TYPES
+
+    return (
+        not description.conventions
+        and not description.role_fields
+        and not description.step_fields
+        and set(description.steps) >= set(STEP_TYPES)
+    )
 
 
 def _replay_rewinding(
@@ -424,36 +446,38 @@ def _covers(prefix: tuple[Step, ...], path: tuple[Step, ...]) -> bool:
     return path[: len(prefix)] == prefix
 
 
-def _replay_one(adapter: Adapter, description: Any, config: Config, path: tuple[Step, ...]) -> Disagreement | None:
-    state = initial_state(config)
-    try:
-        adapter.reset(config.to_dict())
-    except AdapterError as exc:
-        return Disagreement((), "(reset)", "accepted", exc.message, f"reset failed: {exc.message}")
-    produced = 0
-    for i, step in enumerate(path):
-        state = apply(state, step)
-        done = path[: i + 1]
-        try:
-            answer = adapter.step(wire_step(step, produced))
-        except AdapterError as exc:
+def _replay_one(
+    adapter: Adapter,
+    description: Description,
+    config: Config,
+    path: tuple[Step, ...],
+    level: str,
+    result: Exploration,
+    known: Mapping[str, str] | None = None,
+) -> Disagreement | None:
+    """One leaf path judged by the one engine; its first failure at ``level``, if any."""
+    walked = walk(config, path, "explore-path", source="kconform explore", group="explore")
+    outcome = run_fixture(adapter, description, walked.fixture, description.name, walked.rules, level, known)
+    if outcome.outcome == "skipped":
+        result.paths_skipped[outcome.reason] += 1
+        return None
+    result.paths_replayed += 1
+    if outcome.outcome == "passed":
+        return None
+    if outcome.outcome == "errored":
+        with contextlib.suppress(Exception):
             adapter.restart()
-            return Disagreement(
-                done, "(step)", "an observation", exc.message, f"the implementation failed: {exc.message}"
-            )
-        if answer.rejected is not None:
-            return Disagreement(done, "(step)", "accepted", f"rejected: {answer.rejected}", "rejected an enabled step")
-        if step.kind == "produce":
-            produced += 1
-        expected = comparable(observe(state), description)
-        found = first_divergence(expected, answer.observation or {})
-        if found is not None:
-            reason = f"{found.path}: reference {found.expected!r}, implementation {found.actual!r}"
-            return Disagreement(done, found.path, found.expected, found.actual, reason)
-    return None
+        upto = min(len(path), outcome.steps_run + 1)
+        return Disagreement(path[:upto], "(step)", "an observation", outcome.reason, outcome.reason)
+    failure = outcome.divergence or {}
+    number = int(failure.get("step") or len(path))
+    field_ = str(failure.get("field", "(step)"))
+    return Disagreement(
+        path[:number], field_, failure.get("expected"), failure.get("actual"), f"step {number}: {outcome.reason}"
+    )
 
 
-def witness_fixture(config: Config, path: tuple[Step, ...], fixture_id: str, title: str) -> str:
+def witness_fixture(config: Config, path: tuple[Step, ...], fixture_id: str, title: str, level: str = "exact") -> str:
     """A shortest path as a fixture for ``kconform run``: every step, the last one
     expecting the reference's whole observation (or, for a step the reference refuses,
     expecting the refusal)."""
@@ -466,7 +490,7 @@ def witness_fixture(config: Config, path: tuple[Step, ...], fixture_id: str, tit
             steps.append({"do": step_to_dict(step), "expect_rejected": exc.rule})
             continue
         steps.append({"do": step_to_dict(step)})
-    if steps and "expect_rejected" not in steps[-1]:
+    if steps and "expect_rejected" not in steps[-1] and level != "safety":
         steps[-1]["expect"] = observe(state)
     data = {k: v for k, v in config.to_dict().items() if v is not None}
     doc = {

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from reference_impl import State
+from reference_impl import Config, State
 
 from .adapter import Adapter, Description
 from .coarsen import Plan, PlanStep
@@ -31,7 +31,7 @@ from .compare import MISSING, all_divergences, logs_mismatch
 from .conventions import adjust_expected, normalise
 from .fixtures import Fixture
 from .levels import settled_part
-from .safety import SafetyMonitor
+from .safety import Finding, SafetyMonitor
 from .schemas import first_error
 from .settle import Frontier
 from .wire import wire_step
@@ -68,7 +68,7 @@ class Judgement:
     """The implementation's observation (as sent) at each fixture step number with a failure."""
 
     def verdicts(self, safety_only: bool = False) -> dict[str, str | None]:
-        levels = {f["level"] for f in self.failures}
+        levels = {f["level"] for f in self.failures if "known" not in f}
         safe = "failed" if "safety" in levels else "passed"
         if safety_only:
             return {"exact": None, "settled": None, "safety": safe}
@@ -86,6 +86,34 @@ def _roles(observation: dict[str, Any] | None) -> dict[str, str]:
     return {name: str(r["role"]) for name, r in reps.items() if isinstance(r, dict) and r.get("role")}
 
 
+class Watch:
+    """What every judging path does with each answer an implementation gives: the
+    observation's shape checked against the protocol schema, its conventions undone
+    (``conventions.normalise``), and the safety monitor fed. The fixture runner (``judge``)
+    and the safety fuzzer on the implementation's own path (``own_path.py``) both use it,
+    so an observation is treated the same whichever command judges it."""
+
+    def __init__(self, description: Description, config: Config, check_shape: bool = True) -> None:
+        self.description = description
+        self.replicas = config.replicas
+        self.monitor = SafetyMonitor(config.replicas, config.generation.value)
+        self.check_shape = check_shape
+        self._shape_checked = False
+
+    def shape(self, raw: dict[str, Any]) -> str | None:
+        """The first way ``raw`` does not fit the protocol's observation schema, or None."""
+        if not self.check_shape or self._shape_checked:
+            return None
+        self._shape_checked = True
+        return first_error(raw, "definitions", "observation")
+
+    def normalise(self, raw: dict[str, Any]) -> dict[str, Any]:
+        return normalise(raw, self.description, self.replicas)
+
+    def safety(self, do: dict[str, Any], observation: dict[str, Any]) -> list[Finding]:
+        return self.monitor.observe(do, observation)
+
+
 def judge(
     adapter: Adapter,
     description: Description,
@@ -99,13 +127,12 @@ def judge(
     """Run ``fixture`` on ``adapter`` (already reset) and judge it. Raises ``CannotAnswer``."""
     result = Judgement(expectations=lowered.expectations, notes=list(lowered.notes), stopped=lowered.stopped)
     result.checked = lowered.checked
-    monitor = SafetyMonitor(fixture.config.replicas, fixture.generation.value)
+    watch = Watch(description, fixture.config, check_shape)
     lacking = frozenset(k for k in SPLIT_KINDS if k not in description.steps)
     frontier = Frontier(lowered.initial, lacking) if lowered.initial is not None and not safety_only else None
     steps_by_index = {fs.index: fs for fs in fixture.steps}
     produced = 0
     observation: dict[str, Any] | None = None
-    shape_checked = False
     last_check = max((n for n, ps in enumerate(lowered.steps) if ps.checks), default=-1)
     raw: dict[str, Any] | None = None
     noted = 0
@@ -142,8 +169,8 @@ def judge(
             if answer.rejected is not None or ps.rejected is not None:
                 if safety_only:
                     if answer.rejected is None and answer.observation is not None:
-                        observation = normalise(answer.observation, description, fixture.config.replicas)
-                        _safety(result, monitor, do, observation, where)
+                        observation = watch.normalise(answer.observation)
+                        _safety(result, watch, do, observation, where)
                     continue
                 if (answer.rejected is None) != (ps.rejected is None):
                     expected = "accepted" if ps.rejected is None else f"rejected ({ps.rejected})"
@@ -160,8 +187,8 @@ def judge(
                         break
                     result.failures.append({**failure, "level": "exact", "note": _DETACHED})
                     if answer.rejected is None and answer.observation is not None:
-                        observation = normalise(answer.observation, description, fixture.config.replicas)
-                        _safety(result, monitor, do, observation, where)
+                        observation = watch.normalise(answer.observation)
+                        _safety(result, watch, do, observation, where)
                     continue
                 if frontier is not None and not frontier.detached:
                     frontier.refuse(ps.step)
@@ -179,18 +206,16 @@ def judge(
                 continue
             if answer.observation is None:
                 raise CannotAnswer(f"step {fs.number} ({fs.step.kind}) at {fixture.path}:{fs.line}: no observation")
-            if check_shape and not shape_checked:
-                shape_checked = True
-                problem = first_error(answer.observation, "definitions", "observation")
-                if problem is not None:
-                    raise CannotAnswer(
-                        f"step {fs.number} ({fs.step.kind}) at {fixture.path}:{fs.line}: the observation does not "
-                        f"fit the protocol schema (spec/adapter-messages.schema.json, observation): {problem}",
-                        "observation: " + json.dumps(answer.observation)[:2000],
-                        fs.number,
-                    )
-            observation = normalise(answer.observation, description, fixture.config.replicas)
-            _safety(result, monitor, do, observation, where)
+            problem = watch.shape(answer.observation)
+            if problem is not None:
+                raise CannotAnswer(
+                    f"step {fs.number} ({fs.step.kind}) at {fixture.path}:{fs.line}: the observation does not "
+                    f"fit the protocol schema (spec/adapter-messages.schema.json, observation): {problem}",
+                    "observation: " + json.dumps(answer.observation)[:2000],
+                    fs.number,
+                )
+            observation = watch.normalise(answer.observation)
+            _safety(result, watch, do, observation, where)
             if frontier is not None:
                 frontier.step(ps.step, _state_of(ps))
         if safety_only or observation is None:
@@ -271,9 +296,9 @@ def _state_of(ps: PlanStep) -> Callable[[], State]:
 
 
 def _safety(
-    result: Judgement, monitor: SafetyMonitor, do: dict[str, Any], observation: dict[str, Any], where: dict[str, Any]
+    result: Judgement, watch: Watch, do: dict[str, Any], observation: dict[str, Any], where: dict[str, Any]
 ) -> None:
-    for finding in monitor.observe(do, observation):
+    for finding in watch.safety(do, observation):
         result.failures.append(
             {
                 **where,
@@ -286,4 +311,4 @@ def _safety(
         )
 
 
-__all__ = ["CannotAnswer", "Judgement", "PlanStep", "judge"]
+__all__ = ["CannotAnswer", "Judgement", "PlanStep", "Watch", "judge"]

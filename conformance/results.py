@@ -95,12 +95,13 @@ def run_suite(
     results: list[dict[str, Any]] = []
     for impl in implementations:
         t_impl = time.perf_counter()
-        description, impl_results = run_fixtures(impl.adapter, impl.id, fixtures, traces, progress, level)
+        known = expectations.known(_names(impl)) if expectations is not None else None
+        description, impl_results = run_fixtures(impl.adapter, impl.id, fixtures, traces, progress, level, known)
         with contextlib.suppress(Exception):  # closing must not lose the results gathered
             impl.adapter.close()
         names = (impl.id,) + ((description.name,) if description else ())
         for fixture, result in zip(fixtures, impl_results, strict=True):
-            _apply_expectation(result, expectations, names, fixture)
+            apply_expectation(result, expectations, names, fixture)
             results.append(result.to_dict())
         impl_records.append(_impl_record(impl.id, description, time.perf_counter() - t_impl))
     return {
@@ -118,15 +119,24 @@ def run_suite(
     }
 
 
+def _names(impl: Implementation) -> tuple[str, ...]:
+    """The names an expectations file may give ``impl`` by: its id and the name it reports."""
+    try:
+        return (impl.id, impl.adapter.describe().name)
+    except AdapterError:
+        return (impl.id,)
+
+
 def _close_all(implementations: Sequence[Implementation]) -> None:
     for impl in implementations:
         with contextlib.suppress(Exception):
             impl.adapter.close()
 
 
-def _apply_expectation(
+def apply_expectation(
     result: FixtureResult, expectations: Expectations | None, names: tuple[str, ...], fixture: Fixture
 ) -> None:
+    """Mark ``result`` expected to fail where the expectations list its fixture (or trace) id."""
     if expectations is None:
         return
     reason = expectations.reason(names, fixture.id, fixture.base_id)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +37,7 @@ from .adapter import Adapter, AdapterError, Description
 from .coarsen import Plan, plan
 from .compare import MISSING
 from .conventions import ConventionError, unsupported_step_field
+from .expectations import is_known
 from .fixtures import Fixture, FixtureStep
 from .judge import CannotAnswer, judge
 from .step_states import step_states
@@ -196,12 +197,15 @@ def run_fixture(
     impl_id: str,
     trace: RuleTrace | None = None,
     level: str = "exact",
+    known: Mapping[str, str] | None = None,
 ) -> FixtureResult:
     """Run one fixture on one implementation; never raises for implementation faults.
 
     The run is judged at every level at once (``judge.py``: coarsening, conventions, keep
     going, safety, settled); the outcome is the verdict at ``level``. ``trace`` (from
-    ``reference_trace``) names the rules fired at each divergent step.
+    ``reference_trace``) names the rules fired at each divergent step. ``known``: known
+    differences (``expectations.is_known``): such failures are kept in the record, marked
+    ``known`` with the reason, and decide nothing.
     """
     started = time.perf_counter()
     result = FixtureResult(implementation=impl_id, fixture=fixture.id, outcome="passed", level=level)
@@ -249,9 +253,13 @@ def run_fixture(
         return finish("errored", exc.reason, detail=exc.detail, steps_run=exc.steps_run)
     except ConventionError as exc:
         return finish("errored", f"describe: {exc}")
+    for failure in verdict.failures if known else ():
+        reason = is_known(failure, known or {})
+        if reason is not None:
+            failure["known"] = reason
     result.failures, result.stopped, result.steps_run = verdict.failures, verdict.stopped, verdict.steps_run
     result.levels = verdict.verdicts(safety_only=level == "safety")
-    relevant = [f for f in verdict.failures if f["level"] in FAILING_AT[level]]
+    relevant = [f for f in verdict.failures if f["level"] in FAILING_AT[level] and "known" not in f]
     if not relevant:
         return finish("passed")
     at_first = [f for f in relevant if f["step"] == relevant[0]["step"]]
@@ -338,6 +346,7 @@ def run_fixtures(
     traces: dict[str, RuleTrace] | None = None,
     progress: ProgressFn | None = None,
     level: str = "exact",
+    known: Mapping[str, str] | None = None,
 ) -> tuple[Description | None, list[FixtureResult]]:
     """Run every fixture on one adapter. If ``describe`` fails, every fixture is errored
     (``results.run_suite`` checks that every implementation starts before running any)."""
@@ -353,7 +362,7 @@ def run_fixtures(
     results = []
     for fixture in fixtures:
         trace = traces[fixture.id] if traces is not None and fixture.id in traces else reference_trace(fixture)
-        result = run_fixture(adapter, description, fixture, impl_id, trace, level)
+        result = run_fixture(adapter, description, fixture, impl_id, trace, level, known)
         result.rules = reference_rules(fixture, trace)
         if result.outcome == "errored":
             try:

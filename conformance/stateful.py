@@ -25,6 +25,7 @@ the runs count what they exercised (steps per kind, rules fired by the reference
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import random
 import time
@@ -44,21 +45,17 @@ from reference_impl import (
     apply,
     check,
     initial_state,
-    observe,
 )
 from reference_impl.steps import DeliverEpoch, DeliverFetch, Elect, EpochRequest, EpochRound, Fetch, FetchRound, Tick
 
 from .adapter import Adapter, AdapterError, Description
-from .compare import MISSING, all_divergences
-from .conventions import Conventions, adjust_expected, normalise, unsupported_step_field
+from .conventions import unsupported_step_field
 from .distribution import NAMES, WEIGHTS, RandomChooser, draw_config, draw_steps, simpler, swarm
 from .explore import EXPECTED_VIOLATIONS, alphabet, state_key
 from .judge import SPLIT_KINDS
-from .levels import settled_part
-from .runner import comparable
-from .safety import SafetyMonitor
-from .settle import Frontier
-from .wire import wire_step
+from .own_path import OwnPathRun, own_path
+from .runner import FAILING_AT, run_fixture
+from .walk import walk
 
 SHRINK_REPLAYS = 600
 """At most this many replays to shrink one failing run (each at most the run's length)."""
@@ -103,6 +100,8 @@ class Exercised:
 
     steps: Counter[str] = field(default_factory=Counter)
     rules: Counter[str] = field(default_factory=Counter)
+    refusals: Counter[str] = field(default_factory=Counter)
+    """Level safety (the implementation's own path): proposals it refused, by step kind."""
     runs: int = 0
     shrink_runs: int = 0
     seconds: float = 0.0
@@ -143,8 +142,14 @@ def _signature(level: str, path: str) -> str:
 
 
 class Judge:
-    """One implementation judged against the reference, one run at a time (``start``, then
-    ``take`` per step): raises ``Disagreement`` at the first failure of the level.
+    """One implementation judged against the reference, one run at a time.
+
+    A run is drawn on the reference alone (``start``, then ``take`` per step: the steps the
+    reference takes, those it refuses, and the answers the implementation receives by
+    itself), then judged whole by the one engine (``finish``: the run as a fixture,
+    ``walk.walk``, through ``runner.run_fixture`` at ``level``), exactly as ``kconform run``
+    would judge that fixture. ``finish`` returns the ``Disagreement`` of the first failure at
+    the level, if any.
 
     One adapter serves every run (``reset`` starts each afresh), so a stdio implementation
     is not restarted per run unless it fails. ``ignore``: known differences, field path or
@@ -167,20 +172,12 @@ class Judge:
         self.description: Description = adapter.describe()
         self.kinds = frozenset(self.description.steps)
         self.lacking = frozenset(k for k in SPLIT_KINDS if k not in self.kinds)
-        # the expectation needs adjusting only for an implementation with its own conventions
-        # or role-dependent fields; otherwise an observation equal to the reference's passes
-        self.conventional = Conventions.of(self.description) == Conventions()
-        self.plain = self.conventional and not self.description.role_fields
-        self.deferred: list[tuple[dict[str, Any], dict[str, Any]]] = []
-        """Steps whose observation equalled the reference's, not yet read by the safety monitor."""
         self.state: State | None = None
         self.trace = Trace(level=level)
-        self.monitor: SafetyMonitor | None = None
-        self.frontier: Frontier | None = None
-        self.produced = 0
         self.invariants = True
         self.broken: dict[str, int] = {}
         """Invariant -> the number of the step after which the reference first broke it, this run."""
+        self.runs = 0
 
     def lower(self, step: Step) -> Step | None:
         return proposal(step, self.kinds)
@@ -198,23 +195,10 @@ class Judge:
     def known(self, path: str) -> bool:
         return any(fnmatch.fnmatchcase(path, pattern) for pattern in self.ignored)
 
-    def fail(self, signature: str, message: str, rules: tuple[str, ...] | None = None) -> None:
-        if rules is None:
-            rules = self.state.fired if self.state is not None else ()
-        raise Disagreement(message, self.trace, signature, rules)
-
     def start(self, config: Config) -> None:
         self.state = initial_state(config)
         self.trace = Trace(config=config, level=self.level)
-        self.monitor = SafetyMonitor(config.replicas, self.generation.value)
-        self.deferred = []
-        self.frontier = Frontier(self.state, self.lacking) if self.level == "settled" else None
-        self.produced = 0
         self.broken = {}
-        try:
-            self.adapter.reset(config.to_dict())
-        except AdapterError as exc:
-            self.fail("error:reset", f"reset failed: {exc.message}")
 
     def _reference(self, step: Step) -> None:
         assert self.state is not None
@@ -224,26 +208,23 @@ class Judge:
             for violation in check(self.state, before):
                 self.broken.setdefault(violation.invariant, len(self.trace.taken) + 1)
         self.trace.taken.append(step)
+        self.trace.sent.append(step)
         self.stats.steps[step.kind] += 1
         self.stats.rules.update(self.state.fired)
-        self.trace.steps.append(wire_step(step, self.produced))
-        self.trace.observations.append(observe(self.state))
 
     def take(self, chosen: Step) -> bool:
-        """Apply ``chosen`` to both and judge; False if the reference rejects it (the
-        implementation is then not sent it)."""
-        assert self.state is not None and self.monitor is not None
-        do = wire_step(chosen, self.produced)
-        number = len(self.trace.steps) + 1
+        """Add ``chosen`` to the run (a step the reference refuses too: the implementation
+        must refuse it), then the answers the implementation receives by itself (it has no
+        step to be sent them). False if the reference refuses it at level safety."""
+        assert self.state is not None
         try:
             self._reference(chosen)
-        except StepRejected as exc:
-            return self._refused(chosen, do, number, exc)
-        self.trace.sent.append(chosen)
-        fired = " ".join(self.state.fired)
-        after_step = self.state
-        internal: list[Step] = []
-        # answers the implementation receives by itself (it has no step to be sent them)
+        except StepRejected:
+            if self.level == "safety":
+                return False
+            self.trace.sent.append(chosen)
+            self.stats.steps["refused"] += 1
+            return True
         for _ in range(4 if self.lacking else 0):
             pending: list[Step] = [
                 DeliverFetch(m.dst) for m in self.state.fetch_responses if "deliver_fetch" in self.lacking
@@ -255,160 +236,144 @@ class Judge:
                 self._reference(pending[0])
             except StepRejected:
                 break
-            internal.append(pending[0])
-        if do["kind"] == "produce":
-            self.produced += 1
-        try:
-            answer = self.adapter.step(do)
-        except AdapterError as exc:
-            self.fail("error:step", f"step {number} {do}: the implementation failed: {exc.message}")
-        if answer.rejected is not None:
-            if self.level == "safety" or self._settles(chosen, performed=False):
-                return True
-            self.fail(
-                f"{self.level}:(step)",
-                f"step {number} {do}: rejected by the implementation ({answer.rejected}), "
-                f"the reference performs it{self._unreached} [rules: {fired}]",
-            )
-        description = self.description
-        observed = answer.observation or {}
-        if not self.conventional:
-            observed = normalise(observed, description, self.state.config.replicas)
-        reference = self.trace.observations[-1]
-        if self.level == "exact" and self.plain and observed == reference:
-            # the common case: the reference's own observation, which meets every safety
-            # property (tests/test_safety.py); the monitor reads it only if a later step differs
-            self.deferred.append((do, observed))
-            return True
-        for earlier, seen in self.deferred:
-            self.monitor.observe(earlier, seen)
-        self.deferred.clear()
-        for finding in self.monitor.observe(do, observed):
-            if not self.known(finding.property):
-                self.fail(
-                    f"safety:{finding.property}",
-                    f"step {number} {do}: safety property {finding.property} violated: {finding.detail} "
-                    f"[rules fired by the reference: {fired}]",
-                )
-        if self.level == "safety":
-            return True
-        roles = {n: r["role"] for n, r in reference["replicas"].items()}
-        base = reference if self.plain else adjust_expected(reference, description, observed, roles)
-        expected = comparable(base, description)
-        if self.level == "settled":
-            assert self.frontier is not None
-            if not self.frontier.detached:
-                self.frontier.step(chosen, after_step)
-            elif not self.frontier.decide(chosen, performed=True):
-                self.fail(
-                    f"{self.level}:(step)",
-                    f"step {number} {do}: performed by the implementation and the reference, but refused by every "
-                    "reference state the earlier steps can reach (the run had left the reference's own path)",
-                )
-            for extra in internal:
-                self.frontier.step(extra, None, internal=True)
-            if internal:
-                self.frontier.include(self.state)
-            flight = reference["in_flight"]
-            if any(flight[k] for k in ("fetch_responses", "epoch_responses", "leader_and_isr")):
-                return True
-            expected = settled_part(expected)
-            if self.frontier.match(expected, observed):
-                return True
-        for d in all_divergences(expected, observed):
-            if self.known(d.path):
-                continue
-            actual = "(not reported)" if d.actual is MISSING else d.actual
-            self.fail(
-                _signature(self.level, d.path),
-                f"step {number} {do}: {d.path}: reference {d.expected!r}, implementation {actual!r} "
-                f"[level {self.level}; rules fired by the reference: {fired}]",
-            )
         return True
 
-    def _refused(self, chosen: Step, do: dict[str, Any], number: int, exc: StepRejected) -> bool:
-        """A step the reference refuses: the implementation must refuse it too (not judged,
-        and not sent, at level safety)."""
-        if self.level == "safety":
-            return False
-        self.trace.sent.append(chosen)
-        self.trace.rejected[len(self.trace.steps)] = exc.rule
-        self.trace.steps.append(do)
-        self.trace.observations.append(self.trace.observations[-1] if self.trace.observations else {})
-        self.stats.steps["refused"] += 1
-        try:
-            answer = self.adapter.step(do)
-        except AdapterError as exc2:
-            self.fail("error:step", f"step {number} {do}: the implementation failed: {exc2.message}")
-        if answer.rejected is None:
-            if not self._settles(chosen, performed=True):
-                self.fail(
-                    f"{self.level}:(refused)",
-                    f"step {number} {do}: the reference refuses it ({exc.rule}: {exc.reason}), "
-                    f"the implementation performs it{self._unreached}",
-                    (exc.rule,),
-                )
-        elif self.frontier is not None and not self.frontier.detached:
-            self.frontier.refuse(chosen)  # as the reference's own path does: no verdict to give
-        elif self.frontier is not None and not self.frontier.decide(chosen, performed=False):
-            self.fail(
-                f"{self.level}:(step)",
-                f"step {number} {do}: refused by the implementation and the reference, but performed by every "
-                "reference state the earlier steps can reach (the run had left the reference's own path)",
-                (exc.rule,),
+    def finish(self) -> Disagreement | None:
+        """Judge the run drawn since ``start`` (the one engine); its failure, if any."""
+        config = self.trace.config
+        assert config is not None
+        steps = list(self.trace.sent)
+        self.runs += 1
+        walked = walk(config, steps, f"fuzz-run-{self.runs}", source="kconform fuzz", group="fuzz")
+        self.trace.steps = [dict(fs.do) for fs in walked.fixture.steps]
+        self.trace.observations = [o if o is not None else {} for o in walked.observations]
+        self.trace.rejected = dict(walked.rejected)
+        result = run_fixture(
+            self.adapter,
+            self.description,
+            walked.fixture,
+            self.description.name,
+            walked.rules,
+            self.level,
+            self.ignored,
+        )
+        if result.outcome == "errored":
+            with contextlib.suppress(Exception):
+                self.adapter.restart()
+            where = "reset" if result.reason.startswith("reset") else "step"
+            upto = result.steps_run + 1 if where == "step" else 0
+            return self._disagreement(f"error:{where}", f"the implementation failed: {result.reason}", upto, ())
+        if result.outcome == "skipped":
+            raise AdapterError(f"cannot judge a fuzz run on this implementation: {result.reason}")
+        relevant = [f for f in result.failures if f["level"] in FAILING_AT[self.level] and "known" not in f]
+        if not relevant:
+            return None
+        first = relevant[0]
+        level = "settled" if first["level"] == "stop" and self.level == "settled" else first["level"]
+        level = self.level if level == "stop" else level
+        number = first["step"]
+        do = self.trace.steps[number - 1] if number <= len(self.trace.steps) else {}
+        rules = tuple(first.get("rules") or ())
+        if first["level"] == "safety":
+            signature = f"safety:{first['field']}"
+            text = f"safety property {first['field']} violated: {first['actual']}"
+        elif first["field"] == "(step)":
+            refused = number - 1 in walked.rejected
+            signature = f"{level}:(refused)" if refused else f"{level}:(step)"
+            text = f"expected {first['expected']}, the implementation {first['actual']}"
+            if self.level == "settled":
+                verb = "refuses" if refused else "performs"
+                text += f"; the reference {verb} it (and so does every reference state the visible steps can reach)"
+        else:
+            signature = _signature(level, first["field"])
+            text = (
+                f"{first['field']}: reference {first['expected']!r}, implementation {first['actual']!r} [level {level}]"
             )
-        return True
+        message = f"step {number} {do}: {text} [rules fired by the reference: {' '.join(rules)}]"
+        return self._disagreement(signature, message, number, rules)
 
-    @property
-    def _unreached(self) -> str:
-        return " (and so does every reference state the visible steps can reach)" if self.frontier else ""
+    def _disagreement(self, signature: str, message: str, upto: int, rules: tuple[str, ...]) -> Disagreement:
+        trace = self.trace
+        if upto:
+            trace = replace(
+                trace,
+                steps=trace.steps[:upto],
+                observations=trace.observations[:upto],
+                sent=trace.sent[:upto],
+                rejected={i: r for i, r in trace.rejected.items() if i < upto},
+            )
+        return Disagreement(message, trace, signature, rules)
 
-    def _settles(self, step: Step, performed: bool) -> bool:
-        """At level settled, where the implementation ``performed`` (or refused) ``step``
-        unlike the reference's own path (or after the run left that path): whether some
-        reference state the visible steps can reach does the same (``Frontier.decide``; the
-        run then goes on from those states)."""
-        return self.frontier is not None and self.frontier.decide(step, performed)
+    def own(self, config: Config, run: OwnPathRun) -> Disagreement | None:
+        """The verdict of a run on the implementation's own path (level safety)."""
+        for kind, n in run.accepted.items():
+            self.stats.steps[kind] += n
+        self.stats.refusals.update(run.refused)
+        self.trace = Trace(config=config, level="safety", steps=run.steps, sent=run.sent, taken=run.sent)
+        if run.error:
+            with contextlib.suppress(Exception):
+                self.adapter.restart()
+            kind = "reset" if run.error.startswith("reset") else "step"
+            return self._disagreement(f"error:{kind}", f"the implementation failed: {run.error}", run.at, ())
+        if run.finding is None:
+            return None
+        number = run.at
+        message = (
+            f"step {number} {run.steps[number - 1]}: safety property {run.finding.property} violated: "
+            f"{run.finding.detail} (on the implementation's own path)"
+        )
+        return self._disagreement(f"safety:{run.finding.property}", message, number, ())
 
     def replay(self, config: Config, steps: list[Step]) -> Disagreement | None:
-        """Run ``steps`` from a reset (skipping those the reference rejects); the failure, if any."""
+        """Judge ``steps`` from a reset (as drawn: steps the reference refuses stay, to be
+        refused); the failure, if any."""
         self.stats.shrink_runs += 1
+        if self.level == "safety":
+            return self.own(config, own_path(self.adapter, self.description, config, None, steps))
         try:
             self.start(config)
             for step in steps:
                 self.take(step)
-        except Disagreement as exc:
-            return exc
-        except Exception:  # an in-process implementation crashing on a smaller run: not the same failure
+            return self.finish()
+        except AdapterError:
             return None
-        return None
+
+
+def own_path_run(
+    judge: Judge, rng: random.Random, steps: int, weights: Mapping[str, int] = WEIGHTS
+) -> Disagreement | None:
+    """A safety run on the implementation's own path (``own_path.py``): steps proposed from
+    its own observations, refusals counted, the run going on after them."""
+    chooser = RandomChooser(rng)
+    config = draw_config(chooser, judge.generation)
+    judge.stats.runs += 1
+    run = own_path(judge.adapter, judge.description, config, chooser, steps, swarm(chooser, weights))
+    return judge.own(config, run)
 
 
 def random_run(
     judge: Judge, rng: random.Random, steps: int, weights: Mapping[str, int] = WEIGHTS
 ) -> Disagreement | None:
     """One random run of at most ``steps`` steps; its failure, if any."""
+    if judge.level == "safety":
+        return own_path_run(judge, rng, steps, weights)
     chooser = RandomChooser(rng)
     config = draw_config(chooser, judge.generation)
     weights = swarm(chooser, weights)
     judge.stats.runs += 1
     lowering = judge.lowering
     honours = judge.honours if judge.description.step_fields else None
-    refused = judge.level != "safety"
-    try:
-        judge.start(config)
-        taken = 0
-        while taken < steps:
-            assert judge.state is not None
-            batch = draw_steps(chooser, judge.state, weights, lowering, honours, refused)
-            if not batch:
-                break
-            for step in batch[: steps - taken]:
-                judge.take(step)
-                taken += 1
-    except Disagreement as exc:
-        return exc
-    return None
+    judge.start(config)
+    taken = 0
+    while taken < steps:
+        assert judge.state is not None
+        batch = draw_steps(chooser, judge.state, weights, lowering, honours, refused=True)
+        if not batch:
+            break
+        for step in batch[: steps - taken]:
+            judge.take(step)
+            taken += 1
+    return judge.finish()
 
 
 Attempt = Callable[[Config, list[Step]], list[Step] | None]

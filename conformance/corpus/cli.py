@@ -22,6 +22,8 @@ import reference_impl
 
 from .. import reports
 from ..adapter import AdapterError
+from ..expectations import load_expectations
+from ..levels import LEVELS
 from ..registry import UnknownImplementation, resolve
 from ..results import write_document
 from .aggregate import FIRST_FAILURES, Aggregate, document, merge, outcome_totals, unexpected
@@ -151,6 +153,19 @@ def add_commands(sub: Any) -> None:
         type=int,
         default=FIRST_FAILURES,
         help=f"failures kept in the report, in corpus order (default: {FIRST_FAILURES})",
+    )
+    rep.add_argument(
+        "--level",
+        choices=LEVELS,
+        default="exact",
+        help="the level each trace's outcome is judged at, as in run (default: exact; see docs/levels.md)",
+    )
+    rep.add_argument(
+        "--expectations",
+        action="append",
+        type=Path,
+        metavar="FILE",
+        help="expectations file, as in run: trace ids expected to fail (XFAIL), known differences (repeatable)",
     )
     rep.add_argument("--format", choices=reports.FORMATS, default="terminal", help="what to print (default: terminal)")
     _add_report_options(rep)
@@ -317,6 +332,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return 0
     for spec in dict.fromkeys(args.impl):
         _check_impl(spec, args.timeout, args.start_timeout)
+    expectations, problems = load_expectations(args.expectations or [])
+    if problems:
+        raise CommandError("invalid expectations:\n" + "\n".join(str(p) for p in problems))
     impls = tuple(dict.fromkeys(args.impl))
     current = reference_revision()
     older = {folder: rev for folder, rev in manifest_revisions(files).items() if rev != current}
@@ -343,6 +361,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
             keep=args.first_failures,
             sys_path=import_roots(),
             start_timeout_s=args.start_timeout,
+            level=args.level,
+            expectations=expectations if args.expectations else None,
         )
         for i, split in enumerate(splits)
     ]
@@ -371,6 +391,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         "backend": args.backend,
         "master": args.master if args.backend == "spark" else None,
         "rerun": str(args.rerun) if args.rerun else None,
+        "level": args.level,
+        "expectations": [str(p) for p in args.expectations or []],
     }
     corpus = {
         "files": len(files),
@@ -400,6 +422,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.save_failures:
         from .shrink import save_failures
 
-        saved = save_failures(agg, args.save_failures, args.save_limit, args.timeout, args.start_timeout)
+        saved = save_failures(
+            agg,
+            args.save_failures,
+            args.save_limit,
+            args.timeout,
+            args.start_timeout,
+            args.level,
+            expectations if args.expectations else None,
+        )
         print(f"saved {len(saved)} shrunk failing fixtures under {args.save_failures}", file=sys.stderr)
     return 1 if unexpected(agg) else 0

@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..adapter import Adapter, AdapterError, Description
+from ..expectations import Expectations
 from ..registry import resolve
-from ..results import fixture_record
+from ..results import apply_expectation, fixture_record
 from ..runner import FixtureResult, RuleTrace, reference_rules, reference_trace, run_fixture
 from ..stdio import DEFAULT_START_TIMEOUT_S
 from .aggregate import Aggregate
@@ -47,6 +48,10 @@ class ReplayTask:
     sys_path: tuple[str, ...] = ()
     start_timeout_s: float = DEFAULT_START_TIMEOUT_S
     """Import roots of the driver, so ``module:factory`` resolves on the workers too."""
+    level: str = "exact"
+    """The level each trace's outcome is judged at (``levels.LEVELS``), as in ``kconform run``."""
+    expectations: Expectations | None = None
+    """Expected failures by trace id (XFAIL / XPASS) and known differences, as in ``kconform run``."""
 
 
 def import_roots() -> tuple[str, ...]:
@@ -79,10 +84,15 @@ class _Impl:
         except Exception as exc:  # an unknown name or a factory that raises: every trace errors
             self.failure = f"cannot start: {type(exc).__name__}: {exc}"
 
-    def run(self, trace: Trace, rules: RuleTrace | None) -> FixtureResult:
+    def run(
+        self, trace: Trace, rules: RuleTrace | None, level: str = "exact", expectations: Expectations | None = None
+    ) -> FixtureResult:
         if self.adapter is None or self.description is None:
-            return FixtureResult(self.spec, trace.fixture.id, "errored", reason=self.failure)
-        result = run_fixture(self.adapter, self.description, trace.fixture, self.spec, rules)
+            return FixtureResult(self.spec, trace.fixture.id, "errored", reason=self.failure, level=level)
+        names = (self.spec, self.description.name)
+        known = expectations.known(names) if expectations is not None else None
+        result = run_fixture(self.adapter, self.description, trace.fixture, self.spec, rules, level, known)
+        apply_expectation(result, expectations, names, trace.fixture)
         if result.outcome == "errored":
             try:
                 self.adapter.restart()
@@ -146,7 +156,7 @@ def replay_split(task: ReplayTask) -> Aggregate:
                     rules = _rules(item)
                     fired = reference_rules(item.fixture, rules) if rules is not None else []
                 try:
-                    result_obj = impl.run(item, rules)
+                    result_obj = impl.run(item, rules, task.level, task.expectations)
                 except Exception as exc:  # a runner bug must not lose the trace either
                     result_obj = FixtureResult(
                         impl.spec,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import gzip
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import yaml
 from reference_impl import Config, StepRejected, apply, initial_state, observe, step_from_dict
 
 from ..adapter import Adapter, Description
+from ..expectations import Expectations
 from ..fixtures import Fixture, FixtureStep, load_fixture_file
 from ..registry import resolve
 from ..runner import run_fixture
@@ -62,8 +63,17 @@ def candidate(
     )
 
 
-def shrink(trace: Trace, adapter: Adapter, description: Description, impl: str, budget: int = BUDGET) -> Fixture | None:
-    """The smallest failing candidate found, or None if no candidate fails."""
+def shrink(
+    trace: Trace,
+    adapter: Adapter,
+    description: Description,
+    impl: str,
+    budget: int = BUDGET,
+    level: str = "exact",
+    known: Mapping[str, str] | None = None,
+) -> Fixture | None:
+    """The smallest failing candidate found (failing at ``level``, as the replay judged), or
+    None if no candidate fails."""
     config = trace.fixture.config
     dos = [fs.do for fs in trace.fixture.steps]
     runs = 0
@@ -74,7 +84,7 @@ def shrink(trace: Trace, adapter: Adapter, description: Description, impl: str, 
         fixture = candidate(config, steps, trace.fixture.id, trace.fixture.initial)
         if fixture is None:
             return None
-        result = run_fixture(adapter, description, fixture, impl)
+        result = run_fixture(adapter, description, fixture, impl, level=level, known=known)
         if result.outcome == "errored":
             adapter.restart()
         return fixture if result.outcome == "failed" else None
@@ -139,8 +149,16 @@ def read_trace(path: str, line: int, trace_id: str) -> Trace | None:
     return None
 
 
-def save_failures(agg: Aggregate, out: Path, limit: int, timeout_s: float, start_timeout_s: float) -> list[Path]:
-    """Shrink the first ``limit`` failed traces and write them under ``out/IMPL/``."""
+def save_failures(
+    agg: Aggregate,
+    out: Path,
+    limit: int,
+    timeout_s: float,
+    start_timeout_s: float,
+    level: str = "exact",
+    expectations: Expectations | None = None,
+) -> list[Path]:
+    """Shrink the first ``limit`` failed traces (at ``level``) and write them under ``out/IMPL/``."""
     adapters: dict[str, tuple[Adapter, Description]] = {}
     written: list[Path] = []
     try:
@@ -157,7 +175,8 @@ def save_failures(agg: Aggregate, out: Path, limit: int, timeout_s: float, start
                 adapter = resolve(impl, timeout_s=timeout_s, start_timeout_s=start_timeout_s)
                 adapters[impl] = (adapter, adapter.describe())
             adapter, description = adapters[impl]
-            small = shrink(trace, adapter, description, impl)
+            known = expectations.known((impl, description.name)) if expectations is not None else None
+            small = shrink(trace, adapter, description, impl, level=level, known=known)
             if small is None:
                 continue
             folder = out / _fixture_id(impl)

@@ -1,0 +1,210 @@
+"""Safety fuzzing on the implementation's own path.
+
+At ``--level safety`` no reference is compared, so there is no reason to let the reference
+choose the steps: a run driven by the reference's enabled set explores the reference's
+behaviour, and once an implementation's state differs (another leader elected, a fetch
+answered with fewer records) its own behaviour is explored less. Here each step is proposed
+from the config and the implementation's *own* last observation (who it says leads, which
+replicas it says are online, how long its logs are), sent, and kept whatever the answer: a
+refusal is recorded and counted, and the run goes on. Every answer goes through the same
+``judge.Watch`` as a fixture run (shape, conventions, safety monitor).
+
+Proposals never consult ``reference_impl``'s state; they use the step kinds the
+implementation declares, the weights of ``distribution.WEIGHTS`` and the tick lengths of
+``distribution.tick_lengths``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reference_impl import Config, Step, step_from_dict
+
+from .adapter import Adapter, AdapterError, Description
+from .distribution import Chooser, pick, tick_lengths
+from .judge import CannotAnswer, Watch
+from .safety import Finding
+from .wire import wire_step
+
+PROPOSED_KINDS = (
+    "produce",
+    "fetch",
+    "deliver_fetch",
+    "fetch_round",
+    "epoch_request",
+    "deliver_epoch",
+    "epoch_round",
+    "epoch_query",
+    "tick",
+    "isr_expiration",
+    "deliver_alter_partition",
+    "crash",
+    "restart",
+    "elect",
+    "deliver_leader_and_isr",
+    "consume",
+)
+"""Every step kind a proposal can be of (``tests/test_own_path.py`` checks it against
+``reference_impl.STEP_TYPES``)."""
+
+
+@dataclass
+class OwnPathRun:
+    """One run on the implementation's own path: the steps sent, what it refused, and the
+    first safety finding (None: every property held)."""
+
+    config: Config
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    refused: Counter[str] = field(default_factory=Counter)
+    """Step kind -> how many proposals of it the implementation refused."""
+    accepted: Counter[str] = field(default_factory=Counter)
+    finding: Finding | None = None
+    at: int = 0
+    """The step number (from 1) of the finding."""
+    error: str = ""
+    """The implementation failed to answer (crash, hang, a malformed observation)."""
+    observations: list[dict[str, Any]] = field(default_factory=list)
+    sent: list[Step] = field(default_factory=list)
+    watch: Watch | None = None
+
+
+def _replicas(obs: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    reps = (obs or {}).get("replicas")
+    return reps if isinstance(reps, dict) else {}
+
+
+def _online(config: Config, obs: Mapping[str, Any] | None, online: bool) -> list[str]:
+    """The replicas the implementation reports (not) online; every replica when it does
+    not report ``online``."""
+    reps = _replicas(obs)
+    known = [r for r in config.replicas if isinstance(reps.get(r), dict) and "online" in reps[r]]
+    if not known:
+        return list(config.replicas)
+    return [r for r in known if reps[r]["online"] is online]
+
+
+def _leo(obs: Mapping[str, Any] | None, replica: str) -> int:
+    rep = _replicas(obs).get(replica)
+    leo = rep.get("leo") if isinstance(rep, dict) else None
+    return leo if isinstance(leo, int) and not isinstance(leo, bool) else 0
+
+
+def propose(
+    chooser: Chooser, config: Config, obs: Mapping[str, Any] | None, kinds: Mapping[str, int], produced: int
+) -> Step:
+    """One step of a kind drawn by weight among ``kinds``, its fields drawn from the config
+    and the implementation's last observation ``obs``."""
+    names = list(kinds)
+    kind = names[chooser.weighted([kinds[k] for k in names])]
+    leader = (obs or {}).get("leader")
+    leader = leader if leader in config.replicas else config.leader_at_start
+    followers = [r for r in config.replicas if r != leader] or list(config.replicas)
+    anyone = list(config.replicas)
+    data: dict[str, Any] = {"kind": kind}
+    if kind == "produce":
+        count = chooser.integer(1, 2)
+        data["values"] = [f"v{produced + i + 1}" for i in range(count)]
+        data["acks"] = pick(chooser, ("all", "all", "1", "0"))
+        if chooser.integer(0, 4) == 0:
+            data["to"] = pick(chooser, anyone)
+    elif kind in ("fetch", "fetch_round"):
+        data["replica"] = pick(chooser, followers)
+        if chooser.integer(0, 3) == 0:
+            data["max_records"] = chooser.integer(1, 3)
+        if chooser.integer(0, 5) == 0:
+            data["max_wait_ms"] = 0
+    elif kind in ("deliver_fetch", "epoch_request", "deliver_epoch", "epoch_round", "deliver_leader_and_isr"):
+        data["replica"] = pick(chooser, anyone)
+    elif kind in ("isr_expiration", "deliver_alter_partition"):
+        data["replica"] = pick(chooser, [leader, *anyone])
+    elif kind == "epoch_query":
+        epoch = (obs or {}).get("leader_epoch")
+        top = epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else 0
+        data["replica"] = pick(chooser, anyone)
+        data["epoch"] = chooser.integer(0, top + 1)
+    elif kind == "tick":
+        data["ms"] = pick(chooser, tick_lengths(config))
+    elif kind == "crash":
+        up = _online(config, obs, True) or anyone
+        replica = pick(chooser, up)
+        data["replica"] = replica
+        if chooser.integer(0, 3) == 0:
+            data["unflushed_from"] = chooser.integer(0, _leo(obs, replica))
+    elif kind == "restart":
+        data["replica"] = pick(chooser, _online(config, obs, False) or anyone)
+    elif kind == "elect":
+        if chooser.integer(0, 1) == 0:
+            data["leader"] = pick(chooser, anyone)
+    elif kind == "consume":
+        data["offset"] = chooser.integer(0, _leo(obs, leader) + 1)
+    return step_from_dict(data)
+
+
+def own_path(
+    adapter: Adapter,
+    description: Description,
+    config: Config,
+    chooser: Chooser | None,
+    steps: int | Sequence[Step],
+    weights: Mapping[str, int] | None = None,
+    check_shape: bool = True,
+) -> OwnPathRun:
+    """Reset ``adapter`` to ``config`` and send it ``steps`` proposed steps (or, to replay a
+    run, the given ones), judging every answer's safety; stops at the first finding or fault."""
+    run = OwnPathRun(config)
+    given = None if isinstance(steps, int) else list(steps)
+    count = len(given) if given is not None else int(steps)  # type: ignore[arg-type]
+    kinds = {k: w for k, w in (weights or {}).items() if k in description.steps and k in PROPOSED_KINDS and w > 0}
+    watch = Watch(description, config, check_shape)
+    run.watch = watch
+    try:
+        adapter.reset(config.to_dict())
+    except AdapterError as exc:
+        run.error = f"reset failed: {exc.message}"
+        return run
+    if given is None and (not kinds or chooser is None):
+        return run
+    obs: dict[str, Any] | None = None
+    produced = 0
+    for number in range(1, count + 1):
+        if given is not None:
+            step = given[number - 1]
+        else:
+            assert chooser is not None
+            step = propose(chooser, config, obs, kinds, produced)
+        run.sent.append(step)
+        do = wire_step(step, produced)
+        run.steps.append(dict(do))
+        try:
+            answer = adapter.step(do)
+        except AdapterError as exc:
+            run.error, run.at = f"step {number} ({step.kind}): {exc.message}", number
+            return run
+        if answer.rejected is not None:
+            run.refused[step.kind] += 1
+            continue
+        run.accepted[step.kind] += 1
+        if step.kind == "produce":
+            produced += 1
+        raw = answer.observation
+        if raw is None:
+            run.error, run.at = f"step {number} ({step.kind}): no observation", number
+            return run
+        problem = watch.shape(raw)
+        if problem is not None:
+            run.error = f"step {number} ({step.kind}): the observation does not fit the protocol schema: {problem}"
+            run.at = number
+            return run
+        obs = watch.normalise(raw)
+        run.observations.append(obs)
+        findings = watch.safety(do, obs)
+        if findings:
+            run.finding, run.at = findings[0], number
+            return run
+    return run
+
+
+__all__ = ["PROPOSED_KINDS", "CannotAnswer", "OwnPathRun", "own_path", "propose"]
