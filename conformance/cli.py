@@ -362,8 +362,14 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     summary = (
         f"exercised ({ex.runs} runs + {ex.shrink_runs} replays to shrink, {ex.total_steps} steps, "
         f"{ex.seconds:.1f} s, {rate:,.0f} steps/s; seed {report.seed}): steps: {kinds or 'none'}\n"
-        f"rules fired: {rules or 'none'}\n"
+        + (f"rules fired: {rules or 'none'}\n" if args.level != "safety" else "")
     )
+    if args.level == "safety":
+        refused = ", ".join(f"{k} {n}" for k, n in ex.refusals.most_common())
+        summary += (
+            f"steps drawn on the implementation's own path; refused by it: {refused or 'none'} "
+            f"({sum(ex.refusals.values())} of {sum(ex.refusals.values()) + ex.total_steps})\n"
+        )
     args.witness.parent.mkdir(parents=True, exist_ok=True)
     unexpected = 0
     found = ""

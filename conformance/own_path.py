@@ -17,14 +17,14 @@ implementation declares, the weights of ``distribution.WEIGHTS`` and the tick le
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from reference_impl import Config, Step, step_from_dict
 
 from .adapter import Adapter, AdapterError, Description
-from .distribution import Chooser, pick, tick_lengths
+from .distribution import OTHER_WEIGHT, Chooser, pick, tick_lengths
 from .judge import CannotAnswer, Watch
 from .safety import Finding
 from .wire import wire_step
@@ -143,21 +143,33 @@ def propose(
     return step_from_dict(data)
 
 
+ROUND_OF = {"fetch_round": ("fetch", "deliver_fetch"), "epoch_round": ("epoch_request", "deliver_epoch")}
+"""A whole round is drawn as often as its request and its answer together."""
+
+
+def weight_of(kind: str, weights: Mapping[str, int]) -> int:
+    """The weight of proposing ``kind``: its own, or a round's parts', or ``OTHER_WEIGHT``."""
+    if kind in weights:
+        return weights[kind]
+    if kind in ROUND_OF:
+        return sum(weights.get(part, OTHER_WEIGHT) for part in ROUND_OF[kind])
+    return OTHER_WEIGHT
+
+
 def own_path(
     adapter: Adapter,
     description: Description,
     config: Config,
-    chooser: Chooser | None,
-    steps: int | Sequence[Step],
-    weights: Mapping[str, int] | None = None,
+    chooser: Chooser,
+    steps: int,
+    weights: Mapping[str, int],
     check_shape: bool = True,
 ) -> OwnPathRun:
-    """Reset ``adapter`` to ``config`` and send it ``steps`` proposed steps (or, to replay a
-    run, the given ones), judging every answer's safety; stops at the first finding or fault."""
+    """Reset ``adapter`` to ``config`` and send it ``steps`` proposed steps, judging every
+    answer's safety; stops at the first finding or fault. (A run found failing is replayed
+    and shrunk as a fixture at level safety, ``stateful.Judge.replay``: the same ``Watch``.)"""
     run = OwnPathRun(config)
-    given = None if isinstance(steps, int) else list(steps)
-    count = len(given) if given is not None else int(steps)  # type: ignore[arg-type]
-    kinds = {k: w for k, w in (weights or {}).items() if k in description.steps and k in PROPOSED_KINDS and w > 0}
+    kinds = {k: w for k in PROPOSED_KINDS if k in description.steps and (w := weight_of(k, weights)) > 0}
     watch = Watch(description, config, check_shape)
     run.watch = watch
     try:
@@ -165,16 +177,12 @@ def own_path(
     except AdapterError as exc:
         run.error = f"reset failed: {exc.message}"
         return run
-    if given is None and (not kinds or chooser is None):
+    if not kinds:
         return run
     obs: dict[str, Any] | None = None
     produced = 0
-    for number in range(1, count + 1):
-        if given is not None:
-            step = given[number - 1]
-        else:
-            assert chooser is not None
-            step = propose(chooser, config, obs, kinds, produced)
+    for number in range(1, steps + 1):
+        step = propose(chooser, config, obs, kinds, produced)
         run.sent.append(step)
         do = wire_step(step, produced)
         run.steps.append(dict(do))

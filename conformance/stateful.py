@@ -212,20 +212,20 @@ class Judge:
         self.stats.steps[step.kind] += 1
         self.stats.rules.update(self.state.fired)
 
-    def take(self, chosen: Step) -> bool:
+    def take(self, chosen: Step, deliver: bool = True) -> bool:
         """Add ``chosen`` to the run (a step the reference refuses too: the implementation
-        must refuse it), then the answers the implementation receives by itself (it has no
-        step to be sent them). False if the reference refuses it at level safety."""
+        must refuse it, except at level safety, where it is sent and judged only for the
+        properties), then the answers the implementation receives by itself (it has no step
+        to be sent them) unless ``deliver`` is False (a run replayed as it was drawn already
+        has them)."""
         assert self.state is not None
         try:
             self._reference(chosen)
         except StepRejected:
-            if self.level == "safety":
-                return False
             self.trace.sent.append(chosen)
             self.stats.steps["refused"] += 1
             return True
-        for _ in range(4 if self.lacking else 0):
+        for _ in range(4 if self.lacking and deliver else 0):
             pending: list[Step] = [
                 DeliverFetch(m.dst) for m in self.state.fetch_responses if "deliver_fetch" in self.lacking
             ]
@@ -328,12 +328,10 @@ class Judge:
         """Judge ``steps`` from a reset (as drawn: steps the reference refuses stay, to be
         refused); the failure, if any."""
         self.stats.shrink_runs += 1
-        if self.level == "safety":
-            return self.own(config, own_path(self.adapter, self.description, config, None, steps))
         try:
             self.start(config)
             for step in steps:
-                self.take(step)
+                self.take(step, deliver=False)
             return self.finish()
         except AdapterError:
             return None

@@ -84,7 +84,8 @@ def test_the_safety_level_needs_no_agreement_and_names_the_invariant() -> None:
     )
     assert broken.failures and all(f.signature.startswith("safety:SAFE-") for f in broken.failures)
     reason = broken.failures[0].reason
-    assert "safety property SAFE-" in reason and "on the implementation's own path" in reason
+    assert "safety property SAFE-" in reason
+    assert broken.exercised.refusals or broken.exercised.total_steps  # the own path's counts are kept
 
 
 def _loads(text: str) -> list[object]:
