@@ -16,7 +16,7 @@ from .fixtures import Fixture, load_fixtures
 from .pytest_plugin import Settings
 from .registry import UnknownImplementation, resolve
 from .reports import views
-from .results import fixture_record
+from .results import apply_expectation, fixture_record
 from .runner import FixtureResult, RuleTrace, reference_rules, reference_trace, run_fixture
 
 
@@ -155,11 +155,11 @@ class KconformCase(pytest.Function):
         except AdapterError as exc:  # every case of this implementation errors, each saying why
             raise CaseError(f"kconform: {impl} cannot describe itself: {exc.message}\n{exc.detail}".strip()) from None
         trace = plugin.trace(self.fixture)
-        result = run_fixture(adapter, description, self.fixture, impl, trace, level=plugin.level)
+        names = (impl, description.name)
+        known = plugin.expectations.known(names)
+        result = run_fixture(adapter, description, self.fixture, impl, trace, level=plugin.level, known=known)
         result.rules = reference_rules(self.fixture, trace)
-        expected = plugin.expectations.reason((impl, description.name), self.fixture.id, self.fixture.base_id)
-        if expected is not None:
-            result.expected, result.expected_reason = "fail", expected
+        apply_expectation(result, plugin.expectations, names, self.fixture)
         self.result = result
         if result.outcome == "errored":
             try:
@@ -260,6 +260,8 @@ class KconformFuzz(pytest.Function):
             settings.fuzz_examples,
             settings.fuzz_steps,
             derandomize=True,
+            level=plugin.level,
+            ignore=plugin.expectations.known((parent.impl, description.name)),
         )
         if trace is None:
             return
@@ -271,9 +273,9 @@ class KconformFuzz(pytest.Function):
         out.write_text(witness, encoding="utf-8")
         steps = "\n".join(f"  {json.dumps(s)}" for s in trace.steps)
         raise CaseFailure(
-            f"kconform fuzz: {parent.impl} disagrees with the reference ({self.generation}) after "
+            f"kconform fuzz: {parent.impl} fails level {plugin.level} ({self.generation}) after "
             f"{len(trace.steps)} steps (shrunk):\n{steps}\nwitness fixture: {out}\n"
-            f"replay: pytest --kconform-impl {parent.impl} --kconform-fixtures {out}"
+            f"replay: pytest --kconform-impl {parent.impl} --kconform-level {plugin.level} --kconform-fixtures={out}"
         )
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]

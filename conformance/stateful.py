@@ -704,9 +704,10 @@ def fuzz(
     level: str = "exact",
     *,
     seed: int | None = None,
+    ignore: dict[str, str] | None = None,
 ) -> Trace | None:
     """The first failure's shrunk run, or None (``fuzz_all`` gives every one)."""
-    report = fuzz_all(adapter, generation, examples, steps, derandomize, level, seed=seed, stop_at_first=True)
+    report = fuzz_all(adapter, generation, examples, steps, derandomize, level, ignore, seed=seed, stop_at_first=True)
     return report.failures[0].trace if report.failures else None
 
 

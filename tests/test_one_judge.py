@@ -134,7 +134,9 @@ def test_run_replay_fuzz_and_explore_agree(
     assert by_path["explore"] == by_path["run"], "explore and run disagree"
 
 
-@pytest.mark.parametrize("impl", ["reference", "zoo:hw-counts-every-replica", "zoo:no-fetch-purgatory", "zoo:acks-all-acked-on-append"])
+@pytest.mark.parametrize(
+    "impl", ["reference", "zoo:hw-counts-every-replica", "zoo:no-fetch-purgatory", "zoo:acks-all-acked-on-append"]
+)
 def test_explore_rewinding_finds_what_the_engine_finds(impl: str) -> None:
     """The one faster form: explore steps an in-process implementation along the search tree
     (rewinding its state) instead of replaying each path as a fixture. It must kill exactly
@@ -142,7 +144,7 @@ def test_explore_rewinding_finds_what_the_engine_finds(impl: str) -> None:
     from reference_impl import config_from_dict
 
     config = config_from_dict({"replicas": ["A", "B"], "generation": "leader-epoch"})
-    result, tree = explore(config, 3, 2)
+    _result, tree = explore(config, 3, 2)
     fast = replay(resolve(impl), config, tree, Exploration(config=config, depth_limit=3), tree=edges(tree))
 
     class Wrapped:  # not a ReferenceAdapter: the engine's path
