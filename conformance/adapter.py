@@ -69,6 +69,9 @@ class Description:
     initial_state: bool = False
     """Protocol 3: it can start from a given state (``reset(config, initial=...)``); fixtures
     with an ``initial:`` block are skipped on an implementation without it."""
+    limits: dict[str, Any] = field(default_factory=dict)
+    """Config ranges it supports and features it is without (``limits.py``): what needs
+    more is skipped with the reason, never failed."""
 
     @cached_property
     def field_set(self) -> frozenset[str]:
@@ -95,6 +98,7 @@ class Description:
                 **({"step_fields": {k: list(v) for k, v in self.step_fields.items()}} if self.step_fields else {}),
                 **({"conventions": dict(self.conventions)} if self.conventions else {}),
                 **({"initial_state": True} if self.initial_state else {}),
+                **({"limits": dict(self.limits)} if self.limits else {}),
             },
         }
 
@@ -114,7 +118,18 @@ class Description:
             step_fields={str(k): tuple(v) for k, v in (caps.get("step_fields") or {}).items()},
             conventions=dict(caps.get("conventions") or {}),
             initial_state=caps.get("initial_state") is True,
+            limits=_limits(caps.get("limits")),
         )
+
+
+def _limits(data: Any) -> dict[str, Any]:
+    """A ``limits`` capability, checked (``limits.check`` raises ``ValueError`` subclasses)."""
+    if data is None:
+        return {}
+    from .limits import check
+
+    check(data)
+    return dict(data)
 
 
 @dataclass(frozen=True)

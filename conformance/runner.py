@@ -40,6 +40,7 @@ from .conventions import ConventionError, unsupported_step_field
 from .expectations import is_known
 from .fixtures import Fixture, FixtureStep
 from .judge import CannotAnswer, judge
+from .limits import config_reason, run_reason
 from .step_states import step_states
 
 OUTCOMES = ("passed", "failed", "errored", "skipped")
@@ -164,6 +165,8 @@ def skip_reason(fixture: Fixture, description: Description) -> str | None:
         name = unsupported_step_field(fs.step, description)
         if name is not None:
             return f"step {fs.number} ({fs.step.kind}) uses {name}, which the implementation does not honour"
+    if description.limits:
+        return config_reason(fixture.config, description.limits)
     return None
 
 
@@ -219,6 +222,9 @@ def run_fixture(
         return result
 
     reason = skip_reason(fixture, description)
+    if reason is None and description.limits:
+        rules = trace if trace is not None else reference_trace(fixture)
+        reason = run_reason((fs.step.kind for fs in fixture.steps), rules, description.limits)
     if reason:
         return finish("skipped", reason)
     try:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import random
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -53,6 +54,7 @@ from .conventions import unsupported_step_field
 from .distribution import NAMES, WEIGHTS, RandomChooser, draw_config, draw_steps, simpler, swarm
 from .explore import EXPECTED_VIOLATIONS, alphabet, state_key
 from .judge import SPLIT_KINDS
+from .limits import CONTROLLER_KINDS, fit
 from .own_path import OwnPathRun, own_path
 from .runner import FAILING_AT, run_fixture
 from .walk import walk
@@ -100,6 +102,8 @@ class Exercised:
 
     steps: Counter[str] = field(default_factory=Counter)
     rules: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
+    """Runs that needed what the implementation declares it lacks (its limits), by reason."""
     refusals: Counter[str] = field(default_factory=Counter)
     """Level safety (the implementation's own path): proposals it refused, by step kind."""
     runs: int = 0
@@ -189,6 +193,12 @@ class Judge:
 
         return None if self.kinds >= set(STEP_TYPES) else self.lower
 
+    def weights(self, weights: Mapping[str, int]) -> dict[str, int]:
+        """``weights`` without the controller's steps for an implementation without a controller."""
+        if "controller" not in (self.description.limits.get("without") or ()):
+            return dict(weights)
+        return {**weights, **dict.fromkeys(CONTROLLER_KINDS, 0)}
+
     def honours(self, step: Step) -> bool:
         return unsupported_step_field(step, self.description) is None
 
@@ -263,8 +273,9 @@ class Judge:
             where = "reset" if result.reason.startswith("reset") else "step"
             upto = result.steps_run + 1 if where == "step" else 0
             return self._disagreement(f"error:{where}", f"the implementation failed: {result.reason}", upto, ())
-        if result.outcome == "skipped":
-            raise AdapterError(f"cannot judge a fuzz run on this implementation: {result.reason}")
+        if result.outcome == "skipped":  # it needs what the implementation declares it lacks (limits)
+            self.stats.skipped[re.sub(r"\d+", "N", result.reason)] += 1
+            return None
         relevant = [f for f in result.failures if f["level"] in FAILING_AT[self.level] and "known" not in f]
         if not relevant:
             return None
@@ -343,9 +354,9 @@ def own_path_run(
     """A safety run on the implementation's own path (``own_path.py``): steps proposed from
     its own observations, refusals counted, the run going on after them."""
     chooser = RandomChooser(rng)
-    config = draw_config(chooser, judge.generation)
+    config = fit(draw_config(chooser, judge.generation), judge.description.limits)
     judge.stats.runs += 1
-    run = own_path(judge.adapter, judge.description, config, chooser, steps, swarm(chooser, weights))
+    run = own_path(judge.adapter, judge.description, config, chooser, steps, swarm(chooser, judge.weights(weights)))
     return judge.own(config, run)
 
 
@@ -356,8 +367,8 @@ def random_run(
     if judge.level == "safety":
         return own_path_run(judge, rng, steps, weights)
     chooser = RandomChooser(rng)
-    config = draw_config(chooser, judge.generation)
-    weights = swarm(chooser, weights)
+    config = fit(draw_config(chooser, judge.generation), judge.description.limits)
+    weights = swarm(chooser, judge.weights(weights))
     judge.stats.runs += 1
     lowering = judge.lowering
     honours = judge.honours if judge.description.step_fields else None
