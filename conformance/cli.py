@@ -365,9 +365,11 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         + (f"rules fired: {rules or 'none'}\n" if args.level != "safety" else "")
     )
     if ex.skipped:
-        summary += "runs skipped (the implementation's limits): " + "; ".join(
-            f"{n} x {reason}" for reason, n in ex.skipped.most_common()
-        ) + "\n"
+        summary += (
+            "runs skipped (the implementation's limits): "
+            + "; ".join(f"{n} x {reason}" for reason, n in ex.skipped.most_common())
+            + "\n"
+        )
     if args.level == "safety":
         refused = ", ".join(f"{k} {n}" for k, n in ex.refusals.most_common())
         summary += (

@@ -37,6 +37,7 @@ from .adapter import Adapter, AdapterError, Description
 from .coarsen import Plan, plan
 from .compare import MISSING
 from .conventions import ConventionError, unsupported_step_field
+from .deciding import held
 from .expectations import is_known
 from .fixtures import Fixture, FixtureStep
 from .judge import CannotAnswer, judge
@@ -274,14 +275,9 @@ def run_fixture(
     divergence = {k: first[k] for k in ("step", "kind", "line", "field", "expected", "actual", "why", "rules")}
     divergence["level"] = first["level"]
     divergence |= step_states(fixture, first["step"] - 1, verdict.observed.get(first["step"]))
-    divergence["differences"] = [
-        {
-            "field": f"safety {f['field']}" if f["level"] == "safety" else f["field"],
-            "expected": f["expected"],
-            "actual": f["actual"],
-        }
-        for f in at_first
-    ]
+    divergence["differences"] = differences(at_first)
+    fields = [f"safety {f['field']}" if f["level"] == "safety" else f["field"] for f in at_first]
+    divergence["held"] = held(fields, first.get("rules") or (), divergence["expected_state"])
     where = f"step {first['step']} ({first['kind']}) at {fixture.path}:{first['line']}"
     more = len(relevant) - 1
     tail = f" (+{more} more)" if more else ""
@@ -295,6 +291,21 @@ def run_fixture(
     else:
         text = f"{where}: {first['field']}: expected {first['expected']!r}, got {first['actual']!r}{tail}"
     return finish("failed", text, divergence=divergence)
+
+
+def differences(failures: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per differing field (or safety property) at a step, with every level it fails
+    at (``exact`` and ``settled`` for an outcome field, ``safety`` for a property)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for f in failures:
+        key = f"safety {f['field']}" if f["level"] == "safety" else f["field"]
+        level = "exact" if f["level"] == "stop" else f["level"]
+        row = rows.setdefault(key, {"field": key, "expected": f["expected"], "actual": f["actual"], "levels": []})
+        if level not in row["levels"]:
+            row["levels"].append(level)
+        if f["level"] == "stop" and "settled" not in row["levels"]:
+            row["levels"].append("settled")
+    return list(rows.values())
 
 
 FAILING_AT = {

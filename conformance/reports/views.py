@@ -180,9 +180,14 @@ def culprits(doc: dict[str, Any]) -> Table:
             continue
         for rule in d.get("rules") or ():
             counts[(rule, r["implementation"])] += 1
+        for rule in d.get("held") or ():
+            counts[(f"{rule} (held)", r["implementation"])] += 1
     rules_seen = sorted({rule for rule, _ in counts}, key=lambda x: (-sum(counts[(x, i)] for i in impls), _rule_key(x)))
     rows = [[rule, *[str(counts[(rule, i)] or "-") for i in impls]] for rule in rules_seen]
-    note = "failed fixtures whose first divergent step fired the rule in the reference (most first)"
+    note = (
+        "failed fixtures whose first divergent step fired the rule in the reference, or where a rule deciding a "
+        "differing field held its value (held) (most first)"
+    )
     return Table("Rules at the divergent step", ["rule", *impls], rows, note)
 
 
@@ -218,12 +223,20 @@ def failures(doc: dict[str, Any], include_expected: bool = False) -> list[Table]
         diffs = d.get("differences") or [d]
         step = f"{d.get('step', '')} ({d['kind']})" if d.get("kind") else str(d.get("step", ""))
         rows = [
-            [step if i == 0 else "", x.get("field", ""), _cell(x.get("expected")), _cell(x.get("actual"))]
+            [
+                step if i == 0 else "",
+                x.get("field", ""),
+                ", ".join(x.get("levels") or [d.get("level", "")]),
+                _cell(x.get("expected")),
+                _cell(x.get("actual")),
+            ]
             for i, x in enumerate(diffs)
         ]
         note = f"{fixture.get('title', '')} ({fixture.get('path', '')}:{d.get('line', '')})"
         if d.get("rules"):
             note += f"; rules fired at this step: {' '.join(d['rules'])}"
+        if d.get("held"):
+            note += f"; rules that decide these fields and held their value here: {' '.join(d['held'])}"
         if d.get("why"):
             note += f"; step says: {d['why'].strip()}"
         if r["status"] == "XFAIL":
@@ -238,7 +251,7 @@ def failures(doc: dict[str, Any], include_expected: bool = False) -> list[Table]
             note += "; meets settled: the outcomes converge, so this is a difference of timing (docs/levels.md)"
         if r.get("expectations") and r.get("checked") != r.get("expectations"):
             note += f"; {r['checked']} of {r['expectations']} expectations checked"
-        out.append(Table(title, ["step", "field", "expected", "actual"], rows, note))
+        out.append(Table(title, ["step", "field", "fails at", "expected", "actual"], rows, note))
     return out
 
 
