@@ -54,3 +54,16 @@ def highest_level(verdicts: list[dict[str, str | None]]) -> str:
         if all(v.get(level) in ("passed", None) for v in judged) and any(v.get(level) for v in judged):
             return level
     return "none"
+
+
+def level_met(results: list[dict[str, Any]]) -> str:
+    """What the summary's ``level met`` says of one implementation's results: the highest
+    level every judged result meets, or why none can be named. An errored result (the
+    implementation crashed, hung or answered garbage) judged nothing, so no level is met
+    while one remains: "not established: 3 of 136 errored"."""
+    judged = [r for r in results if r.get("outcome") != "skipped"]
+    errored = sum(1 for r in judged if r.get("outcome") == "errored")
+    if errored:
+        return f"not established: {errored} of {len(judged)} errored"
+    return highest_level([r.get("levels") or {} for r in judged])
+

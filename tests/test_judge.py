@@ -194,3 +194,14 @@ def test_a_step_refused_as_some_reachable_reference_state_refuses_it_is_no_settl
     assert [(f["step"], f["level"], f["field"]) for f in result.failures] == [(8, "exact", "(step)")]
     (reference,) = run_fixtures(ReferenceAdapter(), "reference", fixtures)[1]
     assert reference.outcome == "passed"
+
+
+def test_an_errored_result_means_no_level_is_met() -> None:
+    from conformance.levels import level_met
+
+    passed = {"outcome": "passed", "levels": {"exact": "passed", "settled": "passed", "safety": "passed"}}
+    errored = {"outcome": "errored", "levels": {}}
+    skipped = {"outcome": "skipped", "levels": {}}
+    assert level_met([passed, skipped]) == "exact"
+    assert level_met([passed, errored, skipped]) == "not established: 1 of 2 errored"
+    assert level_met([skipped]) == "-"

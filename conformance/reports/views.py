@@ -20,7 +20,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from ..levels import highest_level
+from ..levels import level_met
 
 STATUS_MARK = {"PASS": "pass", "FAIL": "FAIL", "ERROR": "ERROR", "SKIP": "skip", "XFAIL": "xfail", "XPASS": "XPASS"}
 
@@ -83,7 +83,7 @@ def summary(doc: dict[str, Any]) -> Table:
             [_impl_label(impl)]
             + [_counts_cell(per[(impl["id"], g)]) for g in groups]
             + [_counts_cell(total[impl["id"]]), str(unexpected[impl["id"]])]
-            + [highest_level([r.get("levels") or {} for r in own]), _checked_cell(own)]
+            + [level_met(own), _checked_cell(own)]
         )
     n_fix = len(doc["fixtures"])
     note = (
