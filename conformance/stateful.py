@@ -47,7 +47,7 @@ from reference_impl import (
     check,
     initial_state,
 )
-from reference_impl.steps import DeliverEpoch, DeliverFetch, Elect, EpochRequest, EpochRound, Fetch, FetchRound, Tick
+from reference_impl.steps import Elect, EpochRequest, EpochRound, Fetch, FetchRound, Tick
 
 from .adapter import Adapter, AdapterError, Description
 from .conventions import unsupported_step_field
@@ -57,8 +57,11 @@ from .judge import SPLIT_KINDS
 from .limits import CONTROLLER_KINDS, fit
 from .own_path import OwnPathRun, own_path
 from .runner import FAILING_AT, run_fixture
-from .walk import walk
+from .walk import deliveries, walk
 
+DELIVERIES = 16
+"""At most this many answers an implementation receives by itself after one step (each
+delivery can put another answer in flight; a cluster of five has at most a few)."""
 SHRINK_REPLAYS = 600
 """At most this many replays to shrink one failing run (each at most the run's length)."""
 WITNESSES = 3
@@ -235,11 +238,8 @@ class Judge:
             self.trace.sent.append(chosen)
             self.stats.steps["refused"] += 1
             return True
-        for _ in range(4 if self.lacking and deliver else 0):
-            pending: list[Step] = [
-                DeliverFetch(m.dst) for m in self.state.fetch_responses if "deliver_fetch" in self.lacking
-            ]
-            pending += [DeliverEpoch(m.dst) for m in self.state.epoch_responses if "deliver_epoch" in self.lacking]
+        for _ in range(DELIVERIES if self.lacking and deliver else 0):
+            pending = deliveries(self.state, self.lacking)
             if not pending:
                 break
             try:
