@@ -6,7 +6,7 @@ with nothing copied. ``FairSuffix`` is the end of a run that checks it (spec/rep
 "Progress", PROGRESS-*): after the run's last fault, no more faults (no crash, no restart,
 no produce), and in rounds every live follower fetches once, answers in flight are
 delivered, time passes for parked fetches, and the controller replaces an offline leader.
-Within ``bound`` rounds (PROGRESS-BOUND-1) the partition must reach rest:
+Within ``bound`` rounds (PROGRESS-BOUND) the partition must reach rest:
 
 - ``PROGRESS-LEADER``: a leader leads when an eligible replica is alive;
 - ``PROGRESS-ISR-CATCH-UP``: every live ISR follower has the leader's LEO;
@@ -61,7 +61,8 @@ from .wire import wire_step
 PROPERTIES: dict[str, str] = {
     "PROGRESS-LEADER": "when a live replica is eligible (a live ISR member, or any live replica with unclean "
     "election on), a live replica leads the controller's epoch",
-    "PROGRESS-ISR-CATCH-UP": "every live ISR follower has the leader's LEO",
+    "PROGRESS-ISR-CATCH-UP": "every live follower (in the ISR or not) has the leader's LEO",
+    "PROGRESS-ISR-JOIN": "every live follower is in the ISR",
     "PROGRESS-HW": "the leader's HW is its LEO (unless the committed ISR is under min.insync.replicas in "
     "diverging-epoch, HW-LEADER-3), and every live ISR follower has the leader's HW",
     "PROGRESS-ACKS": "no acks=all produce is still pending once the leader's HW has reached its LEO",
@@ -69,14 +70,15 @@ PROPERTIES: dict[str, str] = {
 
 NEEDS: dict[str, tuple[str, ...]] = {
     "PROGRESS-LEADER": ("leader", "isr", "replicas.online"),
-    "PROGRESS-ISR-CATCH-UP": ("leader", "isr", "replicas.online", "replicas.leo"),
+    "PROGRESS-ISR-CATCH-UP": ("leader", "replicas.online", "replicas.leo"),
+    "PROGRESS-ISR-JOIN": ("leader", "isr", "replicas.online"),
     "PROGRESS-HW": ("leader", "isr", "replicas.online", "replicas.leo", "replicas.hw"),
     "PROGRESS-ACKS": ("leader", "producer", "replicas.online", "replicas.leo", "replicas.hw"),
 }
 """The observation fields each property reads (``replicas.X``: a per-replica field)."""
 
 ROUND_BASE = 4
-"""PROGRESS-BOUND-1: rounds for the election and its LeaderAndIsr, the fetch that copies,
+"""PROGRESS-BOUND: rounds for the election and its LeaderAndIsr, the fetch that copies,
 the fetch that moves the leader's HW and the round that tells the followers that HW."""
 
 _DEST = re.compile(r"^\S+->(\S+) ")
@@ -84,7 +86,7 @@ _SOURCE = re.compile(r"^(\S+)->")
 
 
 def round_bound(replicas: int, leader_epoch: int) -> int:
-    """PROGRESS-BOUND-1: ``ROUND_BASE + (leader_epoch + 3) + (replicas - 1)`` rounds.
+    """PROGRESS-BOUND: ``ROUND_BASE + (leader_epoch + 3) + (replicas - 1)`` rounds.
 
     ``leader_epoch + 1`` epochs can be in the logs, and the suffix's own elections add at
     most two (CTRL-ELECT-3: leader none at E + 1, the next leader at E + 2): a follower
@@ -175,13 +177,19 @@ def goals(config: Config, obs: Mapping[str, Any], checked: Iterable[str] = PROPE
     if not leading or leader is None:
         return out
     leo, hw = view.field(leader, "leo"), view.field(leader, "hw")
-    followers = [r for r in isr if r != leader and r in live]
+    alive = [r for r in live if r != leader]
+    followers = [r for r in alive if r in isr]
     if "PROGRESS-ISR-CATCH-UP" in wanted and isinstance(leo, int):
-        behind = [f"{r} leo {view.field(r, 'leo')}" for r in followers if view.field(r, "leo") != leo]
+        behind = [f"{r} leo {view.field(r, 'leo')}" for r in alive if view.field(r, "leo") != leo]
         if behind:
-            out.append(Finding("PROGRESS-ISR-CATCH-UP", f"ISR followers {', '.join(behind)}; leader {leader} leo {leo}"))
+            detail = f"live followers {', '.join(behind)}; leader {leader} leo {leo}"
+            out.append(Finding("PROGRESS-ISR-CATCH-UP", detail))
+    if "PROGRESS-ISR-JOIN" in wanted:
+        outside = [r for r in alive if r not in isr]
+        if outside:
+            out.append(Finding("PROGRESS-ISR-JOIN", f"live followers {', '.join(outside)} not in the ISR {isr}"))
     frozen = config.profile.hw_frozen_under_min_isr and len(isr) < config.min_insync_replicas
-    # PROGRESS-HW-2: a follower that died caught up but outside the ISR may hold the HW
+    # PROGRESS-HW, exempt: a follower that died caught up but outside the ISR may hold the HW
     # (HW-LEADER-2) until the next append, fetch or ISR change recomputes it (HW-LEADER-1)
     held = config.profile.hw_counts_caught_up and any(r not in isr and r not in live for r in config.replicas)
     if "PROGRESS-HW" in wanted and isinstance(hw, int) and isinstance(leo, int):
@@ -210,7 +218,7 @@ class FairSuffix:
 
     ``kinds``: the step kinds the implementation performs; ``fields`` / ``replica_fields``:
     the observation fields it reports (default: assume every field, and learn from the
-    observations what is absent). ``rounds``: override the bound (PROGRESS-BOUND-1)."""
+    observations what is absent). ``rounds``: override the bound (PROGRESS-BOUND)."""
 
     def __init__(
         self,
@@ -226,7 +234,7 @@ class FairSuffix:
         self.replica_fields = None if replica_fields is None else frozenset(replica_fields)
         self.fixed_bound = rounds
         self.bound = 0
-        """The bound in rounds, set from the first observation (PROGRESS-BOUND-1)."""
+        """The bound in rounds, set from the first observation (PROGRESS-BOUND)."""
         self.rounds = 0
         """Rounds started so far."""
         self.steps = 0
@@ -340,6 +348,11 @@ class FairSuffix:
             return []
         return goals(self.config, self._last, self.checked())
 
+    @property
+    def last(self) -> Mapping[str, Any]:
+        """The last observation received."""
+        return self._last
+
     # --- the rounds ----------------------------------------------------------------------
 
     def _view(self) -> _View:
@@ -437,9 +450,12 @@ class FairSuffix:
     def _epoch(self, name: str) -> Generator[Step, Answer, None]:
         if "epoch_round" in self.kinds:
             yield from self._try(EpochRound(name))
-        elif "epoch_request" in self.kinds and (yield from self._try(EpochRequest(name))):
-            if "deliver_epoch" in self.kinds:
-                yield from self._try(DeliverEpoch(name))
+        elif (
+            "epoch_request" in self.kinds
+            and (yield from self._try(EpochRequest(name)))
+            and "deliver_epoch" in self.kinds
+        ):
+            yield from self._try(DeliverEpoch(name))
 
     def _at_rest(self) -> bool:
         """Every checked property holds and nothing but parked fetches is in flight."""
@@ -461,6 +477,8 @@ class Outcome:
     bound: int
     steps: int
     unchecked: Mapping[str, tuple[str, ...]]
+    last: Mapping[str, Any]
+    """The observation the verdict was given on."""
 
 
 def drive(step: Callable[[dict[str, Any]], StepResult], suffix: FairSuffix, observation: Mapping[str, Any]) -> Outcome:
@@ -471,7 +489,7 @@ def drive(step: Callable[[dict[str, Any]], StepResult], suffix: FairSuffix, obse
     while request is not None:
         answer = step(request)
         request = suffix.next_step(answer.observation, rejected=answer.rejected is not None)
-    return Outcome(tuple(suffix.verdict()), suffix.rounds, suffix.bound, suffix.steps, suffix.unchecked())
+    return Outcome(tuple(suffix.verdict()), suffix.rounds, suffix.bound, suffix.steps, suffix.unchecked(), suffix.last)
 
 
 def describe(outcome: Outcome) -> str:
