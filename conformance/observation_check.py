@@ -198,6 +198,27 @@ class _Compiler:
         names = self.compile(node["propertyNames"]) if "propertyNames" in node else None
         allowed = ", ".join(sorted(props))
 
+        if names is None and not patterns:
+            # the shape of every object in the observation definition: one lookup per key
+            def plain(value: Any) -> Problem | None:
+                if not isinstance(value, dict):
+                    return None
+                for key, item in value.items():
+                    sub = props.get(key)
+                    if sub is None:
+                        if closed:
+                            return [str(key)], f"unknown field (allowed: {allowed})" if allowed else "unknown field"
+                        sub = extra
+                        if sub is None:
+                            continue
+                    problem = sub(item)
+                    if problem is not None:
+                        problem[0].append(str(key))
+                        return problem
+                return None
+
+            return plain
+
         def check(value: Any) -> Problem | None:
             if not isinstance(value, dict):
                 return None

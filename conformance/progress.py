@@ -9,9 +9,13 @@ delivered, time passes for parked fetches, and the controller replaces an offlin
 Within ``bound`` rounds (PROGRESS-BOUND) the partition must reach rest:
 
 - ``PROGRESS-LEADER``: a leader leads when an eligible replica is alive;
-- ``PROGRESS-ISR-CATCH-UP``: every live ISR follower has the leader's LEO;
-- ``PROGRESS-HW``: the leader's HW is its LEO (unless HW-LEADER-3 freezes it), and every
-  live ISR follower reporting an HW has the leader's;
+- ``PROGRESS-ISR-CATCH-UP``: every live follower has the leader's LEO (in the ISR or not:
+  a follower the leader dropped must come back, or a broker whose follower never copies
+  would pass once the lag time dropped it);
+- ``PROGRESS-ISR-JOIN``: every live follower is in the ISR;
+- ``PROGRESS-HW``: the leader's HW is its LEO (unless HW-LEADER-3 freezes it, or a dead
+  follower outside the ISR that counted as caught up holds it: HW-LEADER-1 recomputes
+  nothing when time passes), and every live ISR follower reporting an HW has the leader's;
 - ``PROGRESS-ACKS``: no acks=all produce still waits once the HW has passed every record.
 
 It is a driver over observations, not over the reference's state: it decides each step
