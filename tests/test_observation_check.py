@@ -190,3 +190,37 @@ def test_the_mutations_reach_both_verdicts() -> None:
 
     find(mutated(), lambda obs: check_observation(obs) is not None)
     find(mutated(), lambda obs: check_observation(obs) is None and obs != {})
+
+
+def test_garbage_at_step_two_is_caught_at_step_two() -> None:
+    """The issue's case: a well-formed first observation, then garbage. Checked after every
+    step through an adapter, the second observation is refused, naming the field."""
+    from conformance.adapter import Description
+    from conformance.in_process import FunctionAdapter
+    from reference_impl import OBSERVATION_FIELDS, REPLICA_FIELDS, STEP_TYPES, config_from_dict, step_from_dict
+
+    steps = 0
+
+    def garbled(state: Any) -> dict[str, Any]:
+        obs = observe(state)
+        if steps == 2:
+            obs["replicas"]["B"]["hw"] = "x"
+        return obs
+
+    def step(state: Any, data: dict[str, Any]) -> Any:
+        nonlocal steps
+        steps += 1
+        return apply(state, step_from_dict(data))
+
+    adapter = FunctionAdapter(
+        Description("garbled", "0", ("leader-epoch",), tuple(STEP_TYPES), OBSERVATION_FIELDS, REPLICA_FIELDS),
+        init=lambda config: initial_state(config_from_dict(config)),
+        apply=step,
+        observe=garbled,
+    )
+    adapter.reset({"replicas": ["A", "B"], "generation": "leader-epoch"})
+    problems = []
+    for data in ({"kind": "produce", "values": ["m0"]}, {"kind": "fetch_round", "replica": "B"}):
+        result = adapter.step(data)
+        problems.append(check_observation(result.observation))
+    assert problems == [None, 'replicas.B.hw: expected an integer, got string "x"']
