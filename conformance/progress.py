@@ -39,7 +39,7 @@ run started.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,7 +68,8 @@ PROPERTIES: dict[str, str] = {
     "PROGRESS-ISR-CATCH-UP": "every live follower (in the ISR or not) has the leader's LEO",
     "PROGRESS-ISR-JOIN": "every live follower is in the ISR",
     "PROGRESS-HW": "the leader's HW is its LEO (unless the committed ISR is under min.insync.replicas in "
-    "diverging-epoch, HW-LEADER-3), and every live ISR follower has the leader's HW",
+    "diverging-epoch, HW-LEADER-3, or a replica outside the ISR is offline in leader-epoch and diverging-epoch: "
+    "it may hold the HW as caught up, HW-LEADER-2), and every live ISR follower has the leader's HW",
     "PROGRESS-ACKS": "no acks=all produce is still pending once the leader's HW has reached its LEO",
 }
 
@@ -501,7 +502,3 @@ def describe(outcome: Outcome) -> str:
     lines = [f"{f.property}: {f.detail} (after {outcome.rounds} of {outcome.bound} rounds)" for f in outcome.findings]
     lines += [f"{p}: not checkable ({', '.join(why)})" for p, why in outcome.unchecked.items()]
     return "\n".join(lines)
-
-
-def properties_checked(outcome: Outcome) -> Sequence[str]:
-    return [p for p in PROPERTIES if p not in outcome.unchecked]

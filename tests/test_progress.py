@@ -15,7 +15,7 @@ import reference_impl
 from conformance.adapter import Adapter, Description
 from conformance.distribution import WEIGHTS, DataChooser, RandomChooser, draw_config, draw_steps, swarm
 from conformance.in_process import FunctionAdapter, ReferenceAdapter, StepRefused
-from conformance.progress import PROPERTIES, FairSuffix, Outcome, drive, goals, round_bound
+from conformance.progress import PROPERTIES, FairSuffix, Outcome, describe, drive, goals, round_bound
 from conformance.shapes import early_answer, round_only
 from reference_impl import (
     OBSERVATION_FIELDS,
@@ -150,6 +150,7 @@ def test_a_follower_that_never_copies_fails(generation: Generation, lag: int) ->
     else:
         assert "PROGRESS-ISR-JOIN" in found and "B" in found["PROGRESS-ISR-JOIN"]
     assert outcome.rounds == outcome.bound == round_bound(3, 0)
+    assert f"(after {outcome.bound} of {outcome.bound} rounds)" in describe(outcome)
     # the reference, on the same prefix, reaches rest
     reference = ReferenceAdapter()
     last = run_prefix(reference, config, prefix)
