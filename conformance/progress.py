@@ -58,7 +58,7 @@ from reference_impl.steps import (
     Tick,
 )
 
-from .adapter import StepResult
+from .adapter import Description, StepResult
 from .safety import Finding
 from .wire import wire_step
 
@@ -250,6 +250,12 @@ class FairSuffix:
         self._last: Mapping[str, Any] = {}
         self._absent: set[str] = set()
         self._plan: Generator[Step, Answer, None] | None = None
+
+    @classmethod
+    def for_implementation(cls, config: Config, description: Description, rounds: int | None = None) -> FairSuffix:
+        """The suffix for an implementation as it describes itself: its step kinds and the
+        fields it reports."""
+        return cls(config, description.steps, description.fields, description.replica_fields, rounds)
 
     # --- what can be checked ---------------------------------------------------------
 
