@@ -45,7 +45,7 @@ def crash(d: Draft, replica_id: str, unflushed_from: int | None = None) -> None:
             raise StepRejected(
                 "CRASH-PRE-1", f"crash: unflushed_from={unflushed_from} is past {replica_id}'s LEO {replica.leo}"
             )
-        truncate(d, replica_id, unflushed_from, rule="CRASH-2")
+        truncate(d, replica_id, unflushed_from, rule="CRASH-2", recovery=True)
         if unflushed_from < replica.leo:
             d.power_failures += 1
             lost_from = d.power_lost_from

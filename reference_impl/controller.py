@@ -47,6 +47,12 @@ def handle_failures(d: Draft, notify: tuple[str, ...] | None) -> None:
         if before.leader in dead:
             d.fired.append("CTRL-ELECT-3")
     _send_leader_and_isr(d, before, notify)
+    ctrl = d.controller
+    if ctrl.epoch == before.epoch and ctrl.isr != before.isr and ctrl.leader is not None:
+        # CTRL-FAIL-3 (KRaft): the leader applies the ISR change without a new epoch
+        # (Partition.makeLeader) and retries its HW, as every makeLeader ends
+        d.fired.append("CTRL-FAIL-3")
+        maybe_increment_hw(d, ctrl.leader)
 
 
 def _offline_election(d: Draft) -> bool:

@@ -25,13 +25,22 @@ def set_hw(d: Draft, replica_id: str, new_hw: int) -> None:
     d.put(evolve(replica, hw=new_hw))
 
 
-def truncate(d: Draft, replica_id: str, offset: int, *, rule: str) -> None:
+def truncate(d: Draft, replica_id: str, offset: int, *, rule: str, recovery: bool = False) -> None:
     """TRUNC-1: cut the log at ``offset``, drop epoch-cache entries at or above it,
     and clamp the HW to the new LEO (Kafka ``Log.truncateTo``). LOG-START-2: a cut below
-    the log start leaves an empty log that starts at ``offset`` (``truncateFullyAndStartAt``)."""
+    the log start leaves an empty log that starts at ``offset`` (``truncateFullyAndStartAt``).
+    TRUNC-2: a cut at or past the LEO removes no record but still drops the cache entries
+    starting at the LEO (an epoch led with no record), except in log recovery (``recovery``,
+    CRASH-2), which is not ``Log.truncateTo``."""
     replica = d.replicas[d.position[replica_id]]
     d.fired.append(rule)
     if offset >= replica.leo:
+        cache = replica.epoch_cache
+        if not recovery and cache and cache[-1][1] >= replica.leo:
+            # TRUNC-2 (KAFKA-10706): without this a follower that led an epoch without
+            # writing keeps asking for it and never completes its truncation (KIP-279)
+            d.put(evolve(replica, epoch_cache=epoch_cache.truncate_from_end(cache, replica.leo)))
+            d.fired.extend(("TRUNC-2", "EPOCH-CACHE-2"))
         return
     new_log = replica.log.truncate(offset)
     new_cache = epoch_cache.truncate_from_end(replica.epoch_cache, len(new_log))

@@ -1,0 +1,69 @@
+"""What checking an observation's shape costs: the compiled check against jsonschema.
+
+Usage (from the repository root):
+
+    .venv/bin/python benchmarks/bench_observation_check.py --repeat 5
+
+Replays every bundled fixture on the reference and keeps each observation (every one fits
+the schema). Times ``observation_check.check_observation`` and jsonschema's validator for
+the observation definition (``schemas.validator("definitions", "observation").is_valid``,
+the cheapest jsonschema call: no error collection) over all of them, alternating, best of
+``--repeat`` each; prints both per observation and their ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from typing import Any
+
+from conformance.fixtures import load_fixtures
+from conformance.observation_check import check_observation
+from conformance.paths import FIXTURES_DIR
+from conformance.schemas import validator
+from reference_impl import StepRejected, apply, observe
+
+
+def observations() -> list[dict[str, Any]]:
+    fixtures, _ = load_fixtures([FIXTURES_DIR])
+    out = []
+    for fixture in fixtures:
+        state = fixture.start()
+        for fs in fixture.steps:
+            try:
+                state = apply(state, fs.step)
+            except StepRejected:
+                continue
+            out.append(observe(state))
+    return out
+
+
+def best(check: Callable[[Any], Any], items: list[dict[str, Any]]) -> float:
+    started = time.perf_counter()
+    for item in items:
+        check(item)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    items = observations()
+    schema = validator("definitions", "observation")
+    assert all(check_observation(o) is None and schema.is_valid(o) for o in items)
+    compiled, full = [], []
+    for _ in range(args.repeat):
+        compiled.append(best(check_observation, items))
+        full.append(best(schema.is_valid, items))
+    per_compiled = min(compiled) / len(items) * 1e6
+    per_full = min(full) / len(items) * 1e6
+    print(f"{len(items)} observations of the bundled fixtures, best of {args.repeat}")
+    print(f"compiled check_observation: {per_compiled:8.1f} µs per observation")
+    print(f"jsonschema is_valid:        {per_full:8.1f} µs per observation")
+    print(f"ratio: jsonschema / compiled = {per_full / per_compiled:.1f}")
+
+
+if __name__ == "__main__":
+    main()

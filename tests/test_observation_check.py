@@ -1,0 +1,226 @@
+"""The compiled observation check agrees with jsonschema on the spec's observation definition:
+on reference observations (random runs, every bundled fixture) and on mutated ones."""
+
+from __future__ import annotations
+
+import copy
+import random
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conformance.distribution import RandomChooser, draw_config, draw_steps
+from conformance.fixtures import load_fixtures
+from conformance.observation_check import SchemaNotCompilable, check_observation, compile_definition
+from conformance.paths import FIXTURES_DIR
+from conformance.schemas import first_error, validator
+from reference_impl import Generation, StepRejected, apply, initial_state, observe
+
+
+def schema_verdict(obs: Any) -> bool:
+    return first_error(obs, "definitions", "observation") is None
+
+
+def reference_observations(seed: int, steps: int = 25) -> list[dict[str, Any]]:
+    """The observations of one seeded random run (config and steps as kconform fuzz draws)."""
+    rng = random.Random(seed)
+    chooser = RandomChooser(rng)
+    generation = list(Generation)[seed % len(Generation)]
+    state = initial_state(draw_config(chooser, generation))
+    out = [observe(state)]
+    for _ in range(steps):
+        batch = draw_steps(chooser, state, refused=False)
+        if not batch:
+            break
+        for step in batch:
+            try:
+                state = apply(state, step)
+            except StepRejected:
+                continue
+            out.append(observe(state))
+    return out
+
+
+def test_every_reference_observation_of_the_fixtures_fits_both() -> None:
+    fixtures, problems = load_fixtures([FIXTURES_DIR])
+    assert not problems
+    seen = 0
+    for fixture in fixtures:
+        state = fixture.start()
+        for fs in fixture.steps:
+            try:
+                state = apply(state, fs.step)
+            except StepRejected:
+                continue
+            obs = observe(state)
+            assert check_observation(obs) is None, (fixture.id, fs.number, check_observation(obs))
+            assert validator("definitions", "observation").is_valid(obs), (fixture.id, fs.number)
+            seen += 1
+    assert seen > 500
+
+
+def test_reference_observations_of_random_runs_fit_both() -> None:
+    for seed in range(30):
+        for obs in reference_observations(seed)[::4]:
+            assert check_observation(obs) is None
+            assert schema_verdict(obs)
+
+
+JUNK = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.sampled_from(["", "x", "a@0", "a@x", "A", "leader", "truncating", "in_flight", "@"]),
+    st.lists(st.sampled_from(["a@0", "x", 1, None]), max_size=3),
+    st.dictionaries(st.sampled_from(["A", "x", "hw", "status"]), st.integers(-1, 2), max_size=2),
+)
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every location in ``node`` (dict keys and list indexes)."""
+    out = [prefix]
+    if isinstance(node, dict):
+        for key, value in node.items():
+            out += _paths(value, (*prefix, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            out += _paths(value, (*prefix, index))
+    return out
+
+
+def _at(node: Any, path: tuple[Any, ...]) -> Any:
+    for part in path:
+        node = node[part]
+    return node
+
+
+@st.composite
+def mutated(draw: Any) -> dict[str, Any]:
+    """A reference observation with a few mutations: a value replaced by junk (a wrong
+    type, a bad enum, a bad pattern, a negative number), a key removed, a key added."""
+    seed = draw(st.integers(0, 40))
+    runs = reference_observations(seed, steps=15)
+    obs = copy.deepcopy(runs[draw(st.integers(0, len(runs) - 1))])
+    for _ in range(draw(st.integers(1, 3))):
+        paths = _paths(obs)
+        path = paths[draw(st.integers(0, len(paths) - 1))]
+        action = draw(st.sampled_from(["replace", "remove", "add", "replace"]))
+        if not path:
+            continue
+        parent = _at(obs, path[:-1])
+        if action == "replace":
+            parent[path[-1]] = draw(JUNK)
+        elif action == "remove":
+            if isinstance(parent, dict):
+                del parent[path[-1]]
+            else:
+                parent.pop(path[-1])
+        else:
+            target = _at(obs, path)
+            if isinstance(target, dict):
+                target[draw(st.sampled_from(["extra", "hw", "status", "Z", "records"]))] = draw(JUNK)
+            elif isinstance(target, list):
+                target.append(draw(JUNK))
+    return obs
+
+
+@settings(max_examples=300)
+@given(mutated())
+def test_the_compiled_check_agrees_with_jsonschema_on_mutated_observations(obs: dict[str, Any]) -> None:
+    problem = check_observation(obs)
+    assert (problem is None) == schema_verdict(obs), (problem, first_error(obs, "definitions", "observation"))
+    if problem is not None:
+        assert ": " in problem
+
+
+@settings(max_examples=100)
+@given(st.recursive(JUNK, lambda inner: st.dictionaries(st.sampled_from(["leader", "isr", "replicas", "A"]), inner)))
+def test_the_compiled_check_agrees_with_jsonschema_on_random_values(value: Any) -> None:
+    assert (check_observation(value) is None) == schema_verdict(value)
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda o: o["replicas"]["B"].__setitem__("hw", "x"), 'replicas.B.hw: expected an integer, got string "x"'),
+        (lambda o: o.__setitem__("leader", 3), "leader: expected a string or null, got number 3"),
+        (lambda o: o["replicas"]["A"].__setitem__("role", "boss"), 'replicas.A.role: "boss" is not one of'),
+        (lambda o: o["replicas"]["A"].__setitem__("leo", -1), "replicas.A.leo: -1 is below the minimum 0"),
+        (lambda o: o["isr"].append(""), "isr.2: expected at least 1 characters"),
+        (lambda o: o.__setitem__("surprise", 1), "surprise: unknown field"),
+        (lambda o: o["replicas"]["A"].__setitem__("hw", True), "replicas.A.hw: expected an integer, got boolean"),
+    ],
+)
+def test_the_problem_names_the_path_and_what_is_wrong(change: Any, expected: str) -> None:
+    obs = observe(initial_state(draw_config(RandomChooser(random.Random(1)), Generation.LEADER_EPOCH, sizes=(2,))))
+    assert check_observation(obs) is None
+    change(obs)
+    problem = check_observation(obs)
+    assert problem is not None and problem.startswith(expected), problem
+    assert not schema_verdict(obs)
+
+
+def test_a_keyword_the_compiler_does_not_know_is_refused() -> None:
+    root = {"$defs": {"x": {"type": "object", "oneOf": [{"type": "string"}]}}}
+    with pytest.raises(SchemaNotCompilable, match="oneOf"):
+        compile_definition(root, "x")
+
+
+def test_required_pattern_properties_and_property_names_compile_as_jsonschema_reads_them() -> None:
+    import jsonschema
+
+    node = {
+        "type": "object",
+        "required": ["a"],
+        "patternProperties": {"^n_": {"type": "integer"}},
+        "propertyNames": {"maxLength": 4},
+        "additionalProperties": False,
+    }
+    check = compile_definition({"$defs": {"x": node}}, "x")
+    for value in ({"a": 1}, {}, {"a": 1, "n_1": 2}, {"a": 1, "n_1": "x"}, {"a": 1, "zz": 1}, {"a": 1, "n_123": 1}):
+        assert (check(value) is None) == jsonschema.Draft202012Validator(node).is_valid(value), value
+
+
+def test_the_mutations_reach_both_verdicts() -> None:
+    """The agreement test is worth something only if mutations break the shape often."""
+    from hypothesis import find
+
+    find(mutated(), lambda obs: check_observation(obs) is not None)
+    find(mutated(), lambda obs: check_observation(obs) is None and obs != {})
+
+
+def test_garbage_at_step_two_is_caught_at_step_two() -> None:
+    """The issue's case: a well-formed first observation, then garbage. Checked after every
+    step through an adapter, the second observation is refused, naming the field."""
+    from conformance.adapter import Description
+    from conformance.in_process import FunctionAdapter
+    from reference_impl import OBSERVATION_FIELDS, REPLICA_FIELDS, STEP_TYPES, config_from_dict, step_from_dict
+
+    steps = 0
+
+    def garbled(state: Any) -> dict[str, Any]:
+        obs = observe(state)
+        if steps == 2:
+            obs["replicas"]["B"]["hw"] = "x"
+        return obs
+
+    def step(state: Any, data: dict[str, Any]) -> Any:
+        nonlocal steps
+        steps += 1
+        return apply(state, step_from_dict(data))
+
+    adapter = FunctionAdapter(
+        Description("garbled", "0", ("leader-epoch",), tuple(STEP_TYPES), OBSERVATION_FIELDS, REPLICA_FIELDS),
+        init=lambda config: initial_state(config_from_dict(config)),
+        apply=step,
+        observe=garbled,
+    )
+    adapter.reset({"replicas": ["A", "B"], "generation": "leader-epoch"})
+    problems = []
+    for data in ({"kind": "produce", "values": ["m0"]}, {"kind": "fetch_round", "replica": "B"}):
+        result = adapter.step(data)
+        problems.append(check_observation(result.observation))
+    assert problems == [None, 'replicas.B.hw: expected an integer, got string "x"']
