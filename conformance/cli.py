@@ -189,7 +189,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     selection = {"tags": args.tag, "generations": args.generation, "ids": args.id, "implementations": specs}
     try:
         selection["level"] = args.level
-        document = run_suite(implementations, fixtures, expectations, progress, selection, args.level)
+        document = run_suite(
+            implementations, fixtures, expectations, progress, selection, args.level, args.check_progress
+        )
     except ImplementationCannotStart as exc:
         detail = "\n".join("  " + line for line in exc.detail.splitlines())
         _fail(f"{exc}" + (f"\n{detail}" if detail else "") + "\nnothing was run (see docs/adapters.md, 'Handshake')")
@@ -401,6 +403,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         path = args.witness if n == 1 else args.witness.with_name(f"{args.witness.stem}-{n}{args.witness.suffix}")
         path.write_text(witness_fixture(failure.trace, f"fuzz-witness-{n}", failure.reason), encoding="utf-8")
         level = " --level safety" if failure.trace.level == "safety" or failure.signature.startswith("safety:") else ""
+        level += " --check-progress" if failure.signature.startswith("safety:PROGRESS-") else ""
         _emit(
             f"\n{n}. {failure.reason}\n   after {_plural(len(failure.trace.steps), 'step')}; witness fixture: {path}\n"
             f"   replay: kconform run --impl '{args.impl}'{level} --fixtures {path}\n"
@@ -613,6 +616,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         type=Path,
         metavar="FILE",
         help="YAML file of known failures, reported as XFAIL (repeatable; see docs/reports.md)",
+    )
+    run.add_argument(
+        "--check-progress",
+        action="store_true",
+        help="end each fixture with a fair suffix and check the PROGRESS-* properties (spec: Progress; fuzz and "
+        "explore always do)",
     )
     run.add_argument("--format", choices=FORMATS, default="terminal", help="what to print (default: terminal)")
     _add_report_options(run)

@@ -48,6 +48,7 @@ from .adapter import Adapter, AdapterError, Description
 from .compare import first_divergence
 from .distribution import refused_steps
 from .in_process import ReferenceAdapter
+from .progress import FairSuffix, drive
 from .runner import comparable, run_fixture
 from .walk import walk
 from .wire import wire_step
@@ -80,6 +81,8 @@ class Disagreement:
     expected: Any
     actual: Any
     reason: str
+    step: int = 0
+    """The failing step's number, from 1 (past the path: a step of the fair suffix); 0 unknown."""
 
 
 @dataclass
@@ -239,6 +242,7 @@ def replay(
     tree: Edges | None = None,
     level: str = "exact",
     known: Mapping[str, str] | None = None,
+    progress: bool = True,
 ) -> Disagreement | None:
     """Replay every leaf path on ``adapter``, each judged at ``level`` by the one engine (the
     path as a fixture expecting the reference's observation after every step, ``walk.py``,
@@ -253,14 +257,14 @@ def replay(
     (``tests/test_one_judge.py``), one step per state instead of one per step of every path."""
     description = adapter.describe()
     if level == "exact" and not known and isinstance(adapter, ReferenceAdapter) and _plain(description):
-        best = _replay_rewinding(adapter, config, parents, result, first, tree=tree)
+        best = _replay_rewinding(adapter, config, parents, result, first, tree=tree, progress=progress)
         result.disagreement = best
         return best
     best = None
     for path in leaf_paths(parents):
         if best is not None and len(path) >= len(best.path) and _covers(best.path, path):
             continue
-        found = _replay_one(adapter, description, config, path, level, result, known)
+        found = _replay_one(adapter, description, config, path, level, result, known, progress)
         if on_path is not None:
             on_path(result.paths_replayed)
         if found is not None and (best is None or len(found.path) < len(best.path)):
@@ -291,6 +295,7 @@ def _replay_rewinding(
     first: bool,
     refused: bool = True,
     tree: Edges | None = None,
+    progress: bool = True,
 ) -> Disagreement | None:
     """``replay`` for an in-process implementation whose state is an immutable value: the
     search tree breadth-first, each edge stepped once from the implementation's state at
@@ -314,6 +319,13 @@ def _replay_rewinding(
     while level and best is None:
         following: list[tuple[State, State | None, tuple[Step, ...]]] = []
         for node, mine, path in level:
+            if progress and mine is not None and id(node) not in children:
+                found = _leaf_progress(adapter, description, config, mine, path)
+                if found is not None:
+                    best = found
+                    if first:
+                        return best
+                    break
             for step in refused_steps(node) if refused and len(path) < REFUSED_DEPTH else ():
                 if step.kind not in supported:
                     continue
@@ -362,6 +374,21 @@ def _replay_rewinding(
                 break
         level = following
     return best
+
+
+def _leaf_progress(
+    adapter: ReferenceAdapter, description: Description, config: Config, mine: State, path: tuple[Step, ...]
+) -> Disagreement | None:
+    """At a leaf of the tree, the fair suffix from the implementation's state there (put
+    back), as the engine ends every path (``judge``'s ``progress``); its first finding."""
+    adapter.state = mine
+    suffix = FairSuffix.for_implementation(config, description)
+    outcome = drive(adapter.step, suffix, observe(mine))
+    if not outcome.findings:
+        return None
+    finding = outcome.findings[0]
+    reason = f"{finding.property}: {finding.detail} (after {outcome.rounds} of {outcome.bound} fair rounds)"
+    return Disagreement(path, finding.property, "holds", finding.detail, reason, len(path) + outcome.steps)
 
 
 Advance = Callable[[State, Step], State]
@@ -454,10 +481,12 @@ def _replay_one(
     level: str,
     result: Exploration,
     known: Mapping[str, str] | None = None,
+    progress: bool = True,
 ) -> Disagreement | None:
-    """One leaf path judged by the one engine; its first failure at ``level``, if any."""
+    """One leaf path judged by the one engine, ending with a fair suffix whose PROGRESS-*
+    properties are checked (``progress``); its first failure at ``level``, if any."""
     walked = walk(config, path, "explore-path", source="kconform explore", group="explore")
-    outcome = run_fixture(adapter, description, walked.fixture, description.name, walked.rules, level, known)
+    outcome = run_fixture(adapter, description, walked.fixture, description.name, walked.rules, level, known, progress)
     if outcome.outcome == "skipped":
         result.paths_skipped[outcome.reason] += 1
         return None
@@ -468,12 +497,17 @@ def _replay_one(
         with contextlib.suppress(Exception):
             adapter.restart()
         upto = min(len(path), outcome.steps_run + 1)
-        return Disagreement(path[:upto], "(step)", "an observation", outcome.reason, outcome.reason)
+        return Disagreement(path[:upto], "(step)", "an observation", outcome.reason, outcome.reason, upto)
     failure = outcome.divergence or {}
     number = int(failure.get("step") or len(path))
     field_ = str(failure.get("field", "(step)"))
     return Disagreement(
-        path[:number], field_, failure.get("expected"), failure.get("actual"), f"step {number}: {outcome.reason}"
+        path[:number],
+        field_,
+        failure.get("expected"),
+        failure.get("actual"),
+        f"step {number}: {outcome.reason}",
+        number,
     )
 
 

@@ -29,10 +29,11 @@ from .adapter import Adapter, Description
 from .coarsen import Plan, PlanStep
 from .compare import MISSING, all_divergences, logs_mismatch
 from .conventions import adjust_expected, normalise
-from .fixtures import Fixture
+from .fixtures import Fixture, FixtureStep
 from .levels import settled_part
+from .observation_check import check_observation
+from .progress import FairSuffix
 from .safety import Finding, SafetyMonitor
-from .schemas import first_error
 from .settle import Frontier
 from .wire import wire_step
 
@@ -64,6 +65,8 @@ class Judgement:
     notes: list[str] = field(default_factory=list)
     stopped: str = ""
     steps_run: int = 0
+    progress: dict[str, Any] | None = None
+    """The fair suffix's rounds, bound, steps and unchecked properties (``judge``'s ``progress``)."""
     observed: dict[int, dict[str, Any]] = field(default_factory=dict)
     """The implementation's observation (as sent) at each fixture step number with a failure."""
 
@@ -98,17 +101,33 @@ class Watch:
         self.replicas = config.replicas
         self.monitor = SafetyMonitor(config.replicas, config.generation.value)
         self.check_shape = check_shape
-        self._shape_checked = False
 
     def shape(self, raw: dict[str, Any]) -> str | None:
-        """The first way ``raw`` does not fit the protocol's observation schema, or None."""
-        if not self.check_shape or self._shape_checked:
+        """The first way ``raw`` does not fit the protocol's observation schema, or None:
+        every observation, at every step (``observation_check``: compiled from the schema,
+        no jsonschema on the hot path)."""
+        if not self.check_shape:
             return None
-        self._shape_checked = True
-        return first_error(raw, "definitions", "observation")
+        return check_observation(raw)
 
     def normalise(self, raw: dict[str, Any]) -> dict[str, Any]:
         return normalise(raw, self.description, self.replicas)
+
+    def accept(self, raw: dict[str, Any] | None, where: str, index: int) -> dict[str, Any]:
+        """An accepted step's observation, checked and normalised; ``CannotAnswer`` (the run
+        is errored) when there is none or it does not fit the schema. ``where`` names the
+        step for the message."""
+        if raw is None:
+            raise CannotAnswer(f"{where}: no observation")
+        problem = self.shape(raw)
+        if problem is not None:
+            raise CannotAnswer(
+                f"{where}: the observation does not fit the protocol schema (spec/adapter-messages.schema.json, "
+                f"observation): {problem}",
+                "observation: " + json.dumps(raw)[:2000],
+                index,
+            )
+        return self.normalise(raw)
 
     def safety(self, do: dict[str, Any], observation: dict[str, Any]) -> list[Finding]:
         return self.monitor.observe(do, observation)
@@ -123,8 +142,14 @@ def judge(
     trace: list[tuple[str, ...]] | None = None,
     safety_only: bool = False,
     check_shape: bool = True,
+    progress: bool = False,
 ) -> Judgement:
-    """Run ``fixture`` on ``adapter`` (already reset) and judge it. Raises ``CannotAnswer``."""
+    """Run ``fixture`` on ``adapter`` (already reset) and judge it. Raises ``CannotAnswer``.
+
+    ``progress``: end the run with a fair suffix on the implementation's own path
+    (``progress.FairSuffix``: no more faults, every live follower fetching in rounds) and
+    check the PROGRESS-* properties on its observations, as safety findings (every level
+    includes them); the steps are numbered on from the fixture's last."""
     result = Judgement(expectations=lowered.expectations, notes=list(lowered.notes), stopped=lowered.stopped)
     result.checked = lowered.checked
     watch = Watch(description, fixture.config, check_shape)
@@ -168,8 +193,8 @@ def judge(
                 produced += 1
             if answer.rejected is not None or ps.rejected is not None:
                 if safety_only:
-                    if answer.rejected is None and answer.observation is not None:
-                        observation = watch.normalise(answer.observation)
+                    if answer.rejected is None:
+                        observation = watch.accept(answer.observation, _at(fixture, fs), fs.number)
                         _safety(result, watch, do, observation, where)
                     continue
                 if (answer.rejected is None) != (ps.rejected is None):
@@ -186,8 +211,8 @@ def judge(
                         )
                         break
                     result.failures.append({**failure, "level": "exact", "note": _DETACHED})
-                    if answer.rejected is None and answer.observation is not None:
-                        observation = watch.normalise(answer.observation)
+                    if answer.rejected is None:
+                        observation = watch.accept(answer.observation, _at(fixture, fs), fs.number)
                         _safety(result, watch, do, observation, where)
                     continue
                 if frontier is not None and not frontier.detached:
@@ -204,17 +229,7 @@ def judge(
                         }
                     )
                 continue
-            if answer.observation is None:
-                raise CannotAnswer(f"step {fs.number} ({fs.step.kind}) at {fixture.path}:{fs.line}: no observation")
-            problem = watch.shape(answer.observation)
-            if problem is not None:
-                raise CannotAnswer(
-                    f"step {fs.number} ({fs.step.kind}) at {fixture.path}:{fs.line}: the observation does not "
-                    f"fit the protocol schema (spec/adapter-messages.schema.json, observation): {problem}",
-                    "observation: " + json.dumps(answer.observation)[:2000],
-                    fs.number,
-                )
-            observation = watch.normalise(answer.observation)
+            observation = watch.accept(answer.observation, _at(fixture, fs), fs.number)
             _safety(result, watch, do, observation, where)
             if frontier is not None:
                 frontier.step(ps.step, _state_of(ps))
@@ -268,8 +283,68 @@ def judge(
                             "after each) reaches this",
                         }
                     )
+    if progress and not result.stopped:
+        _progress(adapter, description, fixture, watch, observation, result)
     note_observed()
     return result
+
+
+def _progress(
+    adapter: Adapter,
+    description: Description,
+    fixture: Fixture,
+    watch: Watch,
+    observation: dict[str, Any] | None,
+    result: Judgement,
+) -> None:
+    """The fair suffix and its verdict (``judge``'s ``progress``)."""
+    suffix = FairSuffix.for_implementation(fixture.config, description)
+    if not observation:  # every step refused (or none observed): nothing to start from
+        result.progress = {"rounds": 0, "bound": suffix.bound, "steps": 0, "unchecked": {"*": ["no observation"]}}
+        return
+    number = len(fixture.steps)
+    line = fixture.steps[-1].line if fixture.steps else fixture.line
+    request = suffix.next_step(observation or {})
+    while request is not None:
+        number += 1
+        where = {"step": number, "kind": f"{request['kind']} (progress)", "line": line, "why": "", "rules": []}
+        text = f"progress step {number} ({request['kind']}) after {fixture.path}"
+        try:
+            answer = adapter.step(request)
+        except Exception as exc:
+            from .runner import _fault
+
+            message, detail = _fault(exc)
+            raise CannotAnswer(f"{text}: {message}", detail, number) from None
+        result.steps_run = number
+        if answer.rejected is None:
+            observation = watch.accept(answer.observation, text, number)
+            _safety(result, watch, request, observation, where)
+            request = suffix.next_step(observation)
+        else:
+            request = suffix.next_step(observation or {}, rejected=True)
+    end = {"step": number, "kind": "(progress)", "line": line, "why": "", "rules": []}
+    for finding in suffix.verdict():
+        result.failures.append(
+            {
+                **end,
+                "level": "safety",
+                "field": finding.property,
+                "property": finding.property,
+                "expected": "holds",
+                "actual": f"{finding.detail} (after {suffix.rounds} of {suffix.bound} fair rounds)",
+            }
+        )
+    result.progress = {
+        "rounds": suffix.rounds,
+        "bound": suffix.bound,
+        "steps": suffix.steps,
+        "unchecked": {k: list(v) for k, v in suffix.unchecked().items()},
+    }
+
+
+def _at(fixture: Fixture, fs: FixtureStep) -> str:
+    return f"step {fs.number} ({fs.step.kind}) at {fixture.path}:{fs.line}"
 
 
 _DETACHED = (

@@ -66,4 +66,3 @@ def level_met(results: list[dict[str, Any]]) -> str:
     if errored:
         return f"not established: {errored} of {len(judged)} errored"
     return highest_level([r.get("levels") or {} for r in judged])
-

@@ -73,6 +73,7 @@ def run_suite(
     progress: ProgressFn | None = None,
     selection: dict[str, Any] | None = None,
     level: str = "exact",
+    fair_suffix: bool = False,
 ) -> dict[str, Any]:
     """Run every fixture on every implementation and build the results document.
 
@@ -96,7 +97,9 @@ def run_suite(
     for impl in implementations:
         t_impl = time.perf_counter()
         known = expectations.known(_names(impl)) if expectations is not None else None
-        description, impl_results = run_fixtures(impl.adapter, impl.id, fixtures, traces, progress, level, known)
+        description, impl_results = run_fixtures(
+            impl.adapter, impl.id, fixtures, traces, progress, level, known, fair_suffix
+        )
         with contextlib.suppress(Exception):  # closing must not lose the results gathered
             impl.adapter.close()
         names = (impl.id,) + ((description.name,) if description else ())

@@ -77,6 +77,8 @@ class FixtureResult:
     """How the fixture was lowered for this implementation (``coarsen.py``)."""
     stopped: str = ""
     """Why the run ended before the fixture's end, if it did."""
+    progress: dict[str, Any] | None = None
+    """With ``progress``: the fair suffix's rounds, bound, steps and unchecked properties."""
 
     @property
     def status(self) -> str:
@@ -113,6 +115,7 @@ class FixtureResult:
             "expectations": self.expectations,
             "notes": self.notes,
             "stopped": self.stopped,
+            **({"progress": self.progress} if self.progress is not None else {}),
         }
 
 
@@ -202,6 +205,7 @@ def run_fixture(
     trace: RuleTrace | None = None,
     level: str = "exact",
     known: Mapping[str, str] | None = None,
+    progress: bool = False,
 ) -> FixtureResult:
     """Run one fixture on one implementation; never raises for implementation faults.
 
@@ -255,6 +259,7 @@ def run_fixture(
             trace,
             safety_only=level == "safety",
             check_shape=not getattr(adapter, "trusted", False),
+            progress=progress,
         )
     except CannotAnswer as exc:
         return finish("errored", exc.reason, detail=exc.detail, steps_run=exc.steps_run)
@@ -265,6 +270,7 @@ def run_fixture(
         if reason is not None:
             failure["known"] = reason
     result.failures, result.stopped, result.steps_run = verdict.failures, verdict.stopped, verdict.steps_run
+    result.progress = verdict.progress
     result.levels = verdict.verdicts(safety_only=level == "safety")
     relevant = [f for f in verdict.failures if f["level"] in FAILING_AT[level] and "known" not in f]
     if not relevant:
@@ -364,6 +370,7 @@ def run_fixtures(
     progress: ProgressFn | None = None,
     level: str = "exact",
     known: Mapping[str, str] | None = None,
+    fair_suffix: bool = False,
 ) -> tuple[Description | None, list[FixtureResult]]:
     """Run every fixture on one adapter. If ``describe`` fails, every fixture is errored
     (``results.run_suite`` checks that every implementation starts before running any)."""
@@ -379,7 +386,7 @@ def run_fixtures(
     results = []
     for fixture in fixtures:
         trace = traces[fixture.id] if traces is not None and fixture.id in traces else reference_trace(fixture)
-        result = run_fixture(adapter, description, fixture, impl_id, trace, level, known)
+        result = run_fixture(adapter, description, fixture, impl_id, trace, level, known, fair_suffix)
         result.rules = reference_rules(fixture, trace)
         if result.outcome == "errored":
             try:

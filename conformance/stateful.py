@@ -90,12 +90,16 @@ class Trace:
 class Disagreement(AssertionError):
     """The implementation fails the level; ``trace`` holds the run, ``reason`` what failed."""
 
-    def __init__(self, message: str, trace: Trace, signature: str = "", rules: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, message: str, trace: Trace, signature: str = "", rules: tuple[str, ...] = (), step: int = 0
+    ) -> None:
         super().__init__(message)
         self.trace = trace
         self.reason = message
         self.signature = signature
         self.rules = rules
+        self.step = step
+        """The failing step's number, from 1 (past the run's steps: a step of the fair suffix)."""
         """The rules the reference fired at the failing step."""
 
 
@@ -185,6 +189,9 @@ class Judge:
         self.broken: dict[str, int] = {}
         """Invariant -> the number of the step after which the reference first broke it, this run."""
         self.runs = 0
+        self.progress = True
+        """End every run with a fair suffix on the implementation's own path and check the
+        PROGRESS-* properties (``judge``'s ``progress``)."""
 
     def lower(self, step: Step) -> Step | None:
         return proposal(step, self.kinds)
@@ -266,6 +273,7 @@ class Judge:
             walked.rules,
             self.level,
             self.ignored,
+            progress=self.progress,
         )
         if result.outcome == "errored":
             with contextlib.suppress(Exception):
@@ -313,7 +321,7 @@ class Judge:
                 sent=trace.sent[:upto],
                 rejected={i: r for i, r in trace.rejected.items() if i < upto},
             )
-        return Disagreement(message, trace, signature, rules)
+        return Disagreement(message, trace, signature, rules, upto)
 
     def own(self, config: Config, run: OwnPathRun) -> Disagreement | None:
         """The verdict of a run on the implementation's own path (level safety)."""

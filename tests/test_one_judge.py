@@ -9,6 +9,9 @@ members) and at every level, through each path a user can take:
 - ``kconform fuzz``: the trace's steps replayed by fuzz's judge (``stateful.Judge.replay``);
 - ``kconform explore``: the trace's steps as an explored path (``explore._replay_one``);
 
+each ending with the fair suffix whose PROGRESS-* properties fuzz and explore check
+(``run --check-progress``, ``replay --check-progress``),
+
 and the verdicts (passed or not, and the step of the first failure) must be identical.
 """
 
@@ -109,21 +112,21 @@ def test_run_replay_fuzz_and_explore_agree(
     by_path: dict[str, dict[str, tuple[bool, int | None]]] = {"run": {}, "replay": {}, "fuzz": {}, "explore": {}}
     for record in records:
         (fixture,) = load_fixture_file(fixtures / f"{record['id']}.yaml")
-        result = run_fixture(adapter, description, fixture, impl, level=level)
+        result = run_fixture(adapter, description, fixture, impl, level=level, progress=True)
         step = (result.divergence or {}).get("step") if result.outcome == "failed" else None
         by_path["run"][record["id"]] = _verdict(result.outcome in ("passed", "skipped"), step)
         config, steps = _config(record), _steps(record)
         judge = Judge(adapter, Generation(config.generation.value), level)
         found = judge.replay(config, steps)
-        by_path["fuzz"][record["id"]] = _verdict(found is None, len(found.trace.sent) if found else None)
+        by_path["fuzz"][record["id"]] = _verdict(found is None, found.step if found else None)
         exploration = Exploration(config=config, depth_limit=len(steps))
         disagreement = explore_one(adapter, description, config, tuple(steps), level, exploration)
         by_path["explore"][record["id"]] = _verdict(
-            disagreement is None, len(disagreement.path) if disagreement else None
+            disagreement is None, disagreement.step if disagreement else None
         )
     split = plan_splits([lines], split_lines=1000)[0]
     out = tmp_path / "traces"
-    task = ReplayTask(split, 0, (impl,), 5.0, str(out), sys_path=import_roots(), level=level)
+    task = ReplayTask(split, 0, (impl,), 5.0, str(out), sys_path=import_roots(), level=level, check_progress=True)
     replay_split(task)
     for line in (out / "part-00000.jsonl").read_text().splitlines():
         r = json.loads(line)

@@ -167,6 +167,11 @@ def add_commands(sub: Any) -> None:
         metavar="FILE",
         help="expectations file, as in run: trace ids expected to fail (XFAIL), known differences (repeatable)",
     )
+    rep.add_argument(
+        "--check-progress",
+        action="store_true",
+        help="end each trace with a fair suffix and check the PROGRESS-* properties (spec: Progress)",
+    )
     rep.add_argument("--format", choices=reports.FORMATS, default="terminal", help="what to print (default: terminal)")
     _add_report_options(rep)
     add_timeouts(rep)
@@ -363,6 +368,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             start_timeout_s=args.start_timeout,
             level=args.level,
             expectations=expectations if args.expectations else None,
+            check_progress=args.check_progress,
         )
         for i, split in enumerate(splits)
     ]

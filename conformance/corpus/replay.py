@@ -52,6 +52,8 @@ class ReplayTask:
     """The level each trace's outcome is judged at (``levels.LEVELS``), as in ``kconform run``."""
     expectations: Expectations | None = None
     """Expected failures by trace id (XFAIL / XPASS) and known differences, as in ``kconform run``."""
+    check_progress: bool = False
+    """End each trace with a fair suffix and check the PROGRESS-* properties (``--check-progress``)."""
 
 
 def import_roots() -> tuple[str, ...]:
@@ -85,13 +87,18 @@ class _Impl:
             self.failure = f"cannot start: {type(exc).__name__}: {exc}"
 
     def run(
-        self, trace: Trace, rules: RuleTrace | None, level: str = "exact", expectations: Expectations | None = None
+        self,
+        trace: Trace,
+        rules: RuleTrace | None,
+        level: str = "exact",
+        expectations: Expectations | None = None,
+        progress: bool = False,
     ) -> FixtureResult:
         if self.adapter is None or self.description is None:
             return FixtureResult(self.spec, trace.fixture.id, "errored", reason=self.failure, level=level)
         names = (self.spec, self.description.name)
         known = expectations.known(names) if expectations is not None else None
-        result = run_fixture(self.adapter, self.description, trace.fixture, self.spec, rules, level, known)
+        result = run_fixture(self.adapter, self.description, trace.fixture, self.spec, rules, level, known, progress)
         apply_expectation(result, expectations, names, trace.fixture)
         if result.outcome == "errored":
             try:
@@ -156,7 +163,7 @@ def replay_split(task: ReplayTask) -> Aggregate:
                     rules = _rules(item)
                     fired = reference_rules(item.fixture, rules) if rules is not None else []
                 try:
-                    result_obj = impl.run(item, rules, task.level, task.expectations)
+                    result_obj = impl.run(item, rules, task.level, task.expectations, task.check_progress)
                 except Exception as exc:  # a runner bug must not lose the trace either
                     result_obj = FixtureResult(
                         impl.spec,
