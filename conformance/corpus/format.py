@@ -145,10 +145,19 @@ def apply_changes(observation: Mapping[str, Any], changes: Sequence[Any], field:
 
 def parse_line(text: str | bytes, file: str, line: int) -> Trace:
     """Parse and check one corpus line; raise ``CorpusLineError`` for any problem."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CorpusLineError(
+                file, line, "(line)", f"not UTF-8: byte 0x{exc.object[exc.start]:02x} at byte {exc.start + 1} of the line"
+            ) from None
+    text = text.strip()
     try:
         record = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CorpusLineError(file, line, "(json)", f"not JSON: {exc}") from None
+    except json.JSONDecodeError as exc:  # the position on this line (the file's line number is ``line``)
+        cut = " (the line looks cut short)" if text.startswith("{") and not text.endswith("}") else ""
+        raise CorpusLineError(file, line, "(json)", f"not JSON at column {exc.pos + 1}: {exc.msg}{cut}") from None
     return record_to_trace(record, file, line)
 
 
