@@ -106,6 +106,35 @@ class Aggregate:
             self.descriptions.setdefault(impl, desc)
         return self
 
+    def to_json(self) -> dict[str, Any]:
+        """The totals as plain JSON (tuple keys as lists): a finished split's record,
+        read back by an interrupted replay's resume (``--rerun``)."""
+        return {
+            "keep": self.keep,
+            "counts": [[*k, n] for k, n in self.counts.items()],
+            "statuses": [[*k, n] for k, n in self.statuses.items()],
+            "rules": [[*k, row] for k, row in self.rules.items()],
+            "steps": dict(self.steps),
+            "duration_ms": dict(self.duration_ms),
+            "malformed": self.malformed,
+            "first": [[list(order), result, fixture] for order, result, fixture in self.first],
+            "descriptions": self.descriptions,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Aggregate:
+        """The inverse of ``to_json``; raises ``KeyError``/``TypeError``/``ValueError`` on a damaged record."""
+        agg = cls(keep=int(data["keep"]))
+        agg.counts.update({(i, g, s): int(n) for i, g, s, n in data["counts"]})
+        agg.statuses.update({(i, s): int(n) for i, s, n in data["statuses"]})
+        agg.rules = {(i, r): [int(x) for x in row] for i, r, row in data["rules"]}
+        agg.steps.update({k: int(v) for k, v in data["steps"].items()})
+        agg.duration_ms.update({k: float(v) for k, v in data["duration_ms"].items()})
+        agg.malformed = int(data["malformed"])
+        agg.first = [((o[0], int(o[1]), o[2], int(o[3])), result, fixture) for o, result, fixture in data["first"]]
+        agg.descriptions = dict(data["descriptions"])
+        return agg
+
 
 def merge(a: Aggregate, b: Aggregate) -> Aggregate:
     return a.merge(b)

@@ -149,9 +149,8 @@ def parse_line(text: str | bytes, file: str, line: int) -> Trace:
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise CorpusLineError(
-                file, line, "(line)", f"not UTF-8: byte 0x{exc.object[exc.start]:02x} at byte {exc.start + 1} of the line"
-            ) from None
+            byte = f"byte 0x{exc.object[exc.start]:02x} at byte {exc.start + 1} of the line"
+            raise CorpusLineError(file, line, "(line)", f"not UTF-8: {byte}") from None
     text = text.strip()
     try:
         record = json.loads(text)

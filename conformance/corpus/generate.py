@@ -447,6 +447,27 @@ def part_name(part: int, compress: bool) -> str:
     return f"part-{part:05d}.jsonl" + (".gz" if compress else "")
 
 
+def finished_part(task: PartTask) -> dict[str, Any] | None:
+    """The manifest entry of ``task``'s part file if it was written completely (a part is
+    renamed from ``.tmp`` only when whole), read back from the file; else None. An
+    interrupted ``generate`` keeps these parts."""
+    import gzip
+    import json
+    import os
+
+    path = os.path.join(task.out_dir, part_name(task.part, task.compress))
+    if not os.path.exists(path):
+        return None
+    steps = stopped = 0
+    with (gzip.open if task.compress else open)(path, "rt", encoding="utf-8") as f:
+        for raw in f:
+            record = json.loads(raw)
+            steps += len(record["steps"])
+            stopped += "recording_stopped" in record["provenance"]
+    entry = {"file": part_name(task.part, task.compress), "traces": task.count, "first_index": task.start}
+    return {**entry, "steps": steps, "recording_stopped": stopped}
+
+
 def write_part(task: PartTask) -> list[dict[str, Any]]:
     """Generate one part file; return its manifest entry (in a list, for ``+`` as reduce)."""
     import gzip
