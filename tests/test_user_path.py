@@ -237,3 +237,20 @@ def test_resuming_with_another_corpus_is_refused(
     code = cli("replay", "--corpus", corpus, "--impl", "reference", "--backend", "inline", "--rerun", out)
     assert code == 2
     assert "interrupted on another corpus" in capsys.readouterr().err
+
+
+def test_an_interrupted_generate_keeps_whole_parts_and_no_temporary_files(tmp_path: Path) -> None:
+    (tmp_path / "stopper.py").write_text(textwrap.dedent(STOPPER), encoding="utf-8")
+    command = [sys.executable, "-m", "conformance.cli", "generate", "--traces", "60", "--part-traces", "10"]
+    command += ["--record-from", "stopper:adapter", "--backend", "inline", "--out", "g", "--no-progress"]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 130, done.stderr
+    assert "Traceback" not in done.stderr and "interrupted (Ctrl-C)" in done.stderr
+    folder = tmp_path / "g"
+    assert not list(folder.glob("*.tmp"))
+    manifest = json.loads((folder / "corpus-manifest.json").read_text())
+    assert manifest["incomplete"] == {"traces_asked": 60}
+    parts = sorted(p.name for p in folder.glob("part-*.jsonl.gz"))
+    assert parts == [p["file"] for p in manifest["parts"]] and manifest["traces"] == 10 * len(parts) < 60
+    items, counted = _read_all(folder)
+    assert counted == len(items) == manifest["traces"] and not _errors(items)
