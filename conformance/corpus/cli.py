@@ -172,6 +172,10 @@ def add_commands(sub: Any) -> None:
     _backend_options(rep, "spark")
     rep.set_defaults(func=_guard(cmd_replay))
 
+    from ..itf_cli import add_command as add_itf
+
+    add_itf(sub)
+
 
 def _guard(command: Any) -> Any:
     """Turn the errors a user can fix into one line and exit code 2."""

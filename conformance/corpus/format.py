@@ -202,9 +202,14 @@ def record_to_trace(record: Any, file: str, line: int) -> Trace:
         where = f"steps[{i}]"
         if not isinstance(raw, dict):
             raise bad(where, "a step is a mapping with 'do'")
-        unknown = sorted(set(raw) - {"do", "expect", "changes", "expect_rejected", "rules", "why"})
+        unknown = sorted(set(raw) - {"do", "expect", "changes", "expect_rejected", "rules", "why", "logs_match"})
         if unknown:
-            raise bad(f"{where}.{unknown[0]}", "unknown field (do, expect, changes, expect_rejected, rules, why)")
+            raise bad(
+                f"{where}.{unknown[0]}", "unknown field (do, expect, changes, expect_rejected, rules, why, logs_match)"
+            )
+        logs_match = raw.get("logs_match") or []
+        if not isinstance(logs_match, list) or not all(isinstance(r, str) for r in logs_match):
+            raise bad(f"{where}.logs_match", "must be a list of replica ids (whose logs must be equal)")
         do = raw.get("do")
         try:
             step = step_from_dict(do if do is not None else {})
@@ -250,6 +255,7 @@ def record_to_trace(record: Any, file: str, line: int) -> Trace:
                 why=raw.get("why"),
                 source=None,
                 line=line,
+                logs_match=tuple(logs_match),
             )
         )
     shape = record.get("shape") or "corpus"

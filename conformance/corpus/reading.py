@@ -1,8 +1,9 @@
 """Corpus files cut into splits: the unit of work every backend hands to a worker.
 
 A corpus is any mix of ``.jsonl`` files (cut at line boundaries into byte ranges),
-``.jsonl.gz`` part files (read whole; gzip cannot seek) and YAML fixture files (the
-bundled ``fixtures/`` replays as a corpus). A folder is searched recursively. A split
+``.jsonl.gz`` part files (read whole; gzip cannot seek), YAML fixture files (the
+bundled ``fixtures/`` replays as a corpus) and ITF traces (``.itf.json``, one trace a
+file: ``conformance/itf.py``). A folder is searched recursively. A split
 knows its file, byte range, first line number and line count, so every problem is
 reported as ``file:line`` and progress knows the total before anything runs. Files are
 read by the workers themselves, never shipped through the driver; on a cluster the paths
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..fixtures import FixtureError, Problem, load_fixture_file
-from .format import CorpusLineError, Trace, parse_line
+from .format import CorpusLineError, Trace, parse_line, record_to_trace
 
 MANIFEST = "corpus-manifest.json"
 SPLIT_LINES = 1000
@@ -55,6 +57,8 @@ class Split:
 
 def _kind(path: Path) -> str | None:
     name = path.name
+    if name.endswith(".itf.json"):
+        return "itf"
     if name.endswith(".jsonl.gz"):
         return "jsonl.gz"
     if name.endswith(".jsonl"):
@@ -72,11 +76,11 @@ def corpus_files(paths: Iterable[Path]) -> list[Path]:
         if p.is_dir():
             found = sorted(q for q in p.rglob("*") if q.is_file() and _kind(q))
             if not found:
-                raise CorpusError(f"{p}: no corpus files (*.jsonl, *.jsonl.gz, *.yaml) in this folder")
+                raise CorpusError(f"{p}: no corpus files (*.jsonl, *.jsonl.gz, *.yaml, *.itf.json) in this folder")
             out += found
         elif p.is_file():
             if _kind(p) is None:
-                raise CorpusError(f"{p}: not a corpus file (*.jsonl, *.jsonl.gz, *.yaml, *.yml)")
+                raise CorpusError(f"{p}: not a corpus file (*.jsonl, *.jsonl.gz, *.yaml, *.yml, *.itf.json)")
             out.append(p)
         else:
             raise CorpusError(f"{p}: no such file or folder")
@@ -117,6 +121,8 @@ def plan_splits(paths: Iterable[Path], split_lines: int = SPLIT_LINES) -> list[S
         elif kind == "jsonl.gz":
             counts = manifests.setdefault(file.parent, _manifest_counts(file.parent))
             splits += _plan_gz(file, counts.get(name), split_lines)
+        elif kind == "itf":
+            splits.append(Split(name, "itf", 0, -1, 1, 1))
         else:
             try:
                 count = len(load_fixture_file(file))
@@ -199,6 +205,9 @@ def read_split(split: Split) -> Iterator[Item]:
     if split.kind == "yaml":
         yield from _read_yaml(split.path)
         return
+    if split.kind == "itf":
+        yield read_itf_trace(split.path)
+        return
     line = 0
     try:
         for line, raw in _lines(split):
@@ -235,6 +244,19 @@ def _lines(split: Split) -> Iterator[tuple[int, bytes]]:
             remaining -= len(raw)
             yield line, raw
             line += 1
+
+
+def read_itf_trace(path: str) -> Item:
+    from ..itf import ItfError, read_itf
+
+    try:
+        record = read_itf(Path(path))
+        return record_to_trace(record, path, 1)
+    except ItfError as exc:
+        return CorpusLineError(path, 1, exc.where or "(file)", exc.message)
+    except CorpusLineError as exc:  # a step of the record is states[i + 1] of the ITF trace
+        field = re.sub(r"^steps\[(\d+)\]", lambda m: f"states[{int(m.group(1)) + 1}]", exc.field)
+        return CorpusLineError(path, 1, field, exc.message)
 
 
 def _read_yaml(path: str) -> Iterator[Item]:
