@@ -58,9 +58,12 @@ def _emit(text: str) -> None:
 
 
 def _table(rows: list[list[Any]], headers: list[str], **options: Any) -> str:
-    from tabulate import tabulate
+    """A plain table, fitted to the terminal's width (no id broken: ``reports/fit.py``);
+    ``maxcolwidths`` caps columns, wrapping at spaces only."""
+    from .reports.fit import fit, terminal_width
 
-    return tabulate(rows, headers=headers, tablefmt="simple", **options)
+    caps = options.pop("maxcolwidths", None)
+    return fit(rows, headers, "simple", caps=caps, width=terminal_width(), **options)
 
 
 def _plural(n: int, word: str) -> str:

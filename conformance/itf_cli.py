@@ -45,18 +45,21 @@ def add_command(sub: Any) -> None:
         epilog=EPILOG,
         formatter_class=_Formatter,
     )
-    verbs = itf.add_subparsers(dest="itf_command", metavar="{export,import,check}", required=True)
-    exp = verbs.add_parser("export", help="one .itf.json file per trace of fixture, witness or corpus files")
+    verbs = itf.add_subparsers(
+        dest="itf_command", metavar="{export,import,check}", required=True, help="what to do (each has --help)"
+    )
+    common = {"epilog": EPILOG, "formatter_class": _Formatter}
+    exp = verbs.add_parser("export", help="one .itf.json file per trace of fixture, witness or corpus files", **common)
     exp.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="fixture file or folder, corpus file")
     exp.add_argument("--out", type=Path, required=True, help="folder for the .itf.json files")
     exp.add_argument("--id", action="append", default=[], metavar="ID", help="only this trace id (repeatable)")
     exp.set_defaults(func=_guard(cmd_export))
-    imp = verbs.add_parser("import", help="ITF traces as one corpus .jsonl file")
+    imp = verbs.add_parser("import", help="ITF traces as one corpus .jsonl file", **common)
     imp.add_argument("paths", nargs="+", type=Path, metavar="PATH", help=".itf.json file or folder")
     imp.add_argument("--out", type=Path, required=True, help="the corpus file to write (*.jsonl)")
     imp.add_argument("--force", action="store_true", help="replace an existing --out")
     imp.set_defaults(func=_guard(cmd_import))
-    chk = verbs.add_parser("check", help="validate ITF files (ADR-015 and kconform's mapping)")
+    chk = verbs.add_parser("check", help="validate ITF files (ADR-015 and kconform's mapping)", **common)
     chk.add_argument("paths", nargs="+", type=Path, metavar="PATH", help=".itf.json file or folder")
     chk.set_defaults(func=_guard(cmd_check))
 

@@ -254,3 +254,31 @@ def test_an_interrupted_generate_keeps_whole_parts_and_no_temporary_files(tmp_pa
     assert parts == [p["file"] for p in manifest["parts"]] and manifest["traces"] == 10 * len(parts) < 60
     items, counted = _read_all(folder)
     assert counted == len(items) == manifest["traces"] and not _errors(items)
+
+
+# --- tables -------------------------------------------------------------------------------
+
+
+def test_tables_fit_the_width_without_breaking_an_id_or_a_false() -> None:
+    from conformance.reports.fit import fit, visible
+
+    ids = "FETCH-LEADER-5 CTRL-ELECT-2 seed-08b-unclean-election-enabled/leader-epoch"
+    rows = [["online", "True", "False", ids], ["hw", "0", "1", "a long explanation " * 6]]
+    text = fit(rows, ["field", "old", "new", "rules"], "rounded_outline", width=80)
+    assert visible(text) <= 80
+    for word in ids.split():
+        assert word in text, "an id is never cut"
+    assert "False" in text and text.count("True") == 1, "tabulate's maxcolwidths turns 'False' into True"
+    narrow = fit([["seed-08b-unclean-election-enabled/leader-epoch"]], ["id"], "simple", width=10)
+    assert "seed-08b-unclean-election-enabled/leader-epoch" in narrow, "too narrow: the id stays whole"
+
+
+def test_explain_shows_a_crashed_replica_offline() -> None:
+    from conformance.explain import explain
+    from conformance.fixtures import load_fixtures
+
+    fixtures, _ = load_fixtures(FIXTURES_DIR)
+    crashed = next(f for f in fixtures if any(fs.do.get("kind") == "crash" for fs in f.steps))
+    text = explain(crashed)
+    online = [line for line in text.splitlines() if ".online" in line]
+    assert online and all("False" in line for line in online if "crash" in line), online
