@@ -282,3 +282,17 @@ def test_explain_shows_a_crashed_replica_offline() -> None:
     text = explain(crashed)
     online = [line for line in text.splitlines() if ".online" in line]
     assert online and all("False" in line for line in online if "crash" in line), online
+
+
+def test_diff_of_two_implementations_says_so_and_compares_fixture_by_fixture(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seeds = FIXTURES_DIR / "seeds"
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    assert cli("run", "--impl", "reference", "--fixtures", seeds, "--results", a, "--no-progress") == 0
+    assert cli("run", "--impl", "zoo:restart-hw-from-leo", "--fixtures", seeds, "--results", b, "--no-progress") == 1
+    capsys.readouterr()
+    assert cli("diff", a, b) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("note: the two runs judge different implementations (reference in the old")
+    assert "regressions (" in out and "added (" not in out and "removed (" not in out
