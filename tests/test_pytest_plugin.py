@@ -111,7 +111,9 @@ def test_example_project_passes_fails_skips_and_xfails_as_kconform_does(
     # fixtures with a consume step run without it (coarsening), so the acks defect shows in 4
     document, kconform_junit = example_run
     seen = Counter(kconform_statuses(document).values())  # passed: kconform's + 1 own test
-    assert f"1 failed, {seen['PASS'] + 1} passed, {seen['SKIP']} skipped, 4 xfailed" in done.stdout
+    summary = f"1 failed, {seen['PASS'] + 1} passed, {seen['SKIP']} skipped, 4 xfailed"
+    assert summary in done.stdout
+    assert f"\n{summary}\n" in (EXAMPLE / "README.md").read_text(encoding="utf-8"), "the README states the run's counts"
     assert statuses == kconform_statuses(document)
     pytest_root = ET.parse(junit).getroot()
     own_tests = 1
