@@ -296,3 +296,23 @@ def test_diff_of_two_implementations_says_so_and_compares_fixture_by_fixture(
     out = capsys.readouterr().out
     assert out.startswith("note: the two runs judge different implementations (reference in the old")
     assert "regressions (" in out and "added (" not in out and "removed (" not in out
+
+
+# --- progress -----------------------------------------------------------------------------
+
+
+def test_replay_progress_counts_results_as_they_are_written(tmp_path: Path) -> None:
+    import io
+
+    from conformance.corpus.progress import Progress, ResultsWatcher
+
+    watcher = ResultsWatcher(tmp_path, Progress(10, "results", io.StringIO()), skip=[2])
+    (tmp_path / "part-00000.jsonl.tmp").write_text('{"a":1}\n{"a":2}\n{"a":', encoding="utf-8")
+    assert watcher.count() == 2, "a line being written is not counted yet"
+    with (tmp_path / "part-00000.jsonl.tmp").open("a", encoding="utf-8") as f:
+        f.write("3}\n")
+    assert watcher.count() == 3
+    (tmp_path / "part-00000.jsonl.tmp").rename(tmp_path / "part-00000.jsonl")
+    (tmp_path / "part-00000.done.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "part-00002.jsonl").write_text('{"kept":1}\n', encoding="utf-8")
+    assert watcher.count() == 3, "a finished split counts once; kept splits not at all"

@@ -37,7 +37,7 @@ from .generate import (
     reference_revision,
     write_part,
 )
-from .progress import Progress
+from .progress import Progress, ResultsWatcher
 from .reading import (
     MANIFEST,
     SPLIT_LINES,
@@ -477,8 +477,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     t_job = time.perf_counter()
     try:
         if tasks:
-            with _engine(args, "kconform replay") as spark:
+            with _engine(args, "kconform replay") as spark, ResultsWatcher(traces_dir, progress, skip=kept):
                 t_job = time.perf_counter()
+                progress.started = time.perf_counter()  # the rate and ETA of the replay, not of start-up
                 agg.merge(
                     run_tasks(
                         replay_split,
@@ -486,11 +487,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
                         [s.lines * len(impls) for s in todo],
                         backend=args.backend,
                         reduce=merge,
-                        progress=progress,
+                        progress=None,  # the watcher counts results as they are written
                         workers=args.workers,
                         spark=spark,
                     )
                 )
+            progress.update(total, force=True)
     except KeyboardInterrupt:
         interrupted = True
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not lose the saving
