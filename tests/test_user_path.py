@@ -316,3 +316,17 @@ def test_replay_progress_counts_results_as_they_are_written(tmp_path: Path) -> N
     (tmp_path / "part-00000.done.json").write_text("{}", encoding="utf-8")
     (tmp_path / "part-00002.jsonl").write_text('{"kept":1}\n', encoding="utf-8")
     assert watcher.count() == 3, "a finished split counts once; kept splits not at all"
+
+
+def test_an_unreachable_spark_master_is_one_line_at_once(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends: nothing listens there
+    master = f"spark://127.0.0.1:{port}"
+    code = cli("replay", "--corpus", FIXTURES_DIR / "seeds", "--impl", "reference", "--master", master,
+               "--out", tmp_path / "o", "--no-progress")  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(f"kconform: cannot reach the Spark master {master} (")
+    assert len(err.strip().splitlines()) == 1

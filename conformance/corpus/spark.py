@@ -7,7 +7,7 @@
 - the UI and the console progress bar are off; logs at WARN (kconform prints its own
   progress);
 - Java is checked first: a missing or too old Java is one clear ``SparkSetupError``
-  line, not a Py4J stack trace.
+  line, not a Py4J stack trace; so is a ``spark://`` master that does not answer.
 
 ``pyspark`` is imported here only, so commands that never touch Spark do not pay for it.
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -115,9 +116,34 @@ def configure_environment(master: str) -> None:
         os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 
 
+def check_master(master: str, timeout_s: float = 5.0) -> None:
+    """A ``spark://HOST:PORT`` master must answer a TCP connection: an unreachable one is
+    one line now, not two minutes of retries and a Java stack trace."""
+    if not master.startswith("spark://"):
+        return
+    for address in master[len("spark://") :].split(","):  # a standby list: any one answering will do
+        parsed = urlparse(f"spark://{address}")
+        try:
+            host, port = parsed.hostname, parsed.port or 7077
+        except ValueError:
+            raise SparkSetupError(f"--master {master}: not spark://HOST:PORT") from None
+        if host is None:
+            raise SparkSetupError(f"--master {master}: not spark://HOST:PORT")
+        try:
+            with socket.create_connection((host, port), timeout=timeout_s):
+                return
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+    raise SparkSetupError(
+        f"cannot reach the Spark master {master} ({reason}): start it (docs/replay.md, "
+        "'A standalone cluster'), check the address, or use --master 'local[*]' or --backend processes"
+    )
+
+
 def session(master: str = "local[*]", app: str = "kconform", conf: dict[str, str] | None = None) -> Any:
     """A SparkSession for ``master``; raise ``SparkSetupError`` when Spark cannot start."""
     check_java()
+    check_master(master)
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:
