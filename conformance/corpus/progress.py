@@ -51,7 +51,7 @@ class Progress:
         pct = 100.0 * done / self.total if self.total else 100.0
         return (
             f"[{_count(done)}/{_count(self.total)} {self.what} {pct:.0f}%] "
-            f"{_count(rate)}/s, elapsed {_duration(elapsed)}, ETA {_duration(eta) if done else '?'}"
+            f"{_count(rate) if rate >= 10 else f'{rate:.1f}'}/s, elapsed {_duration(elapsed)}, ETA {_duration(eta) if done else '?'}"
         )
 
     def update(self, done: int, force: bool = False) -> None:
