@@ -330,3 +330,16 @@ def test_an_unreachable_spark_master_is_one_line_at_once(capsys: pytest.CaptureF
     err = capsys.readouterr().err
     assert code == 2 and err.startswith(f"kconform: cannot reach the Spark master {master} (")
     assert len(err.strip().splitlines()) == 1
+
+
+def test_the_replay_summary_says_why_traces_were_skipped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "o"
+    code = cli("replay", "--corpus", FIXTURES_DIR / "seeds", "--impl", "reference-hw-truncation",
+               "--backend", "inline", "--out", out, "--no-progress")  # fmt: skip
+    assert code == 0
+    corpus = json.loads((out / "results.json").read_text())["corpus"]
+    reasons = {r["reason"]: r["traces"] for r in corpus["skip_reasons"]}
+    skipped = sum(n for key, n in corpus["statuses"].items() if key.endswith("/SKIP"))
+    assert skipped and sum(reasons.values()) == skipped
+    assert all("not supported" in reason for reason in reasons)
+    assert "; skipped: " in capsys.readouterr().out

@@ -41,6 +41,11 @@ def summary(doc: dict[str, Any]) -> Table:
         f"{plural(corpus['lines'], 'corpus line')} x {plural(len(doc['implementations']), 'implementation')}, "
         f"{plural(steps, 'step')} in {took}; columns are trace shapes"
     )
+    skips = corpus.get("skip_reasons") or []
+    if skips:
+        top = ", ".join(f"{s['traces']} {s['implementation']}: {s['reason']}" for s in skips[:3])
+        more = f" (and {len(skips) - 3} more reasons in results.json)" if len(skips) > 3 else ""
+        note += f"; skipped: {top}{more}"
     incomplete = corpus.get("incomplete")
     if isinstance(incomplete, dict):
         note += (
