@@ -157,6 +157,8 @@ def test_load_fixtures_takes_a_str_and_overlapping_paths() -> None:
     one = next(FIXTURES_DIR.rglob("*.yaml"))
     again, problems = load_fixtures([FIXTURES_DIR, one, str(one)])
     assert not problems and [f.id for f in again] == [f.id for f in fixtures]
+    seeds = FIXTURES_DIR / "seeds"
+    assert cli("validate", seeds, next(seeds.glob("*.yaml"))) == 0, "a folder and a file inside it: no clash"
 
 
 # --- Ctrl-C and resume --------------------------------------------------------------------

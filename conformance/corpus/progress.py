@@ -49,9 +49,10 @@ class Progress:
         rate = done / elapsed if elapsed > 0 else 0.0
         eta = (self.total - done) / rate if rate > 0 else 0.0
         pct = 100.0 * done / self.total if self.total else 100.0
+        speed = _count(rate) if rate >= 10 else f"{rate:.1f}"
         return (
             f"[{_count(done)}/{_count(self.total)} {self.what} {pct:.0f}%] "
-            f"{_count(rate) if rate >= 10 else f'{rate:.1f}'}/s, elapsed {_duration(elapsed)}, ETA {_duration(eta) if done else '?'}"
+            f"{speed}/s, elapsed {_duration(elapsed)}, ETA {_duration(eta) if done else '?'}"
         )
 
     def update(self, done: int, force: bool = False) -> None:
