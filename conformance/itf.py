@@ -47,6 +47,8 @@ MAPPING = 1
 VARS = ("action", "observation", "rejected")
 SUFFIX = ".itf.json"
 NONE: dict[str, Any] = {"tag": "None", "value": {"#tup": []}}
+"""JSON ``null`` as Quint writes ``None`` (its unit value, the empty tuple); ``{"tag": "None",
+"value": {}}``, as older Quint wrote it, is read too."""
 _BIGINT = re.compile(r"^-?[0-9]+$")
 _TOP = {"#meta", "params", "vars", "states", "loop"}
 
