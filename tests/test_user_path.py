@@ -249,7 +249,7 @@ def test_an_interrupted_generate_keeps_whole_parts_and_no_temporary_files(tmp_pa
     assert done.returncode == 130, done.stderr
     assert "Traceback" not in done.stderr and "interrupted (Ctrl-C)" in done.stderr
     folder = tmp_path / "g"
-    assert not list(folder.glob("*.tmp"))
+    assert not list(folder.glob("*.tmp*")), "no temporary part and no progress counter left"
     manifest = json.loads((folder / "corpus-manifest.json").read_text())
     assert manifest["incomplete"] == {"traces_asked": 60}
     parts = sorted(p.name for p in folder.glob("part-*.jsonl.gz"))
@@ -345,3 +345,15 @@ def test_the_replay_summary_says_why_traces_were_skipped(tmp_path: Path, capsys:
     assert skipped and sum(reasons.values()) == skipped
     assert all("not supported" in reason for reason in reasons)
     assert "; skipped: " in capsys.readouterr().out
+
+
+def test_generate_progress_counts_traces_as_parts_grow(tmp_path: Path) -> None:
+    import io
+
+    from conformance.corpus.progress import PartsWatcher, Progress
+
+    watcher = PartsWatcher(tmp_path, Progress(30, "traces", io.StringIO()), {"part-00000.jsonl.gz": 10, "p1": 20})
+    (tmp_path / "p1.tmp.count").write_text("7", encoding="ascii")
+    assert watcher.count() == 7
+    (tmp_path / "part-00000.jsonl.gz").write_bytes(b"")
+    assert watcher.count() == 17, "a finished part counts whole"

@@ -37,7 +37,10 @@ from .generate import (
     reference_revision,
     write_part,
 )
-from .progress import Progress, ResultsWatcher
+from .generate import (
+    part_name as part_file,
+)
+from .progress import COUNT_SUFFIX, PartsWatcher, Progress, ResultsWatcher
 from .reading import (
     MANIFEST,
     SPLIT_LINES,
@@ -262,18 +265,21 @@ def cmd_generate(args: argparse.Namespace) -> int:
     progress = Progress(args.traces, "traces", sys.stderr, enabled=not args.no_progress)
     started = time.perf_counter()
     interrupted = False
+    counts = {part_file(t.part, t.compress): t.count for t in tasks}
     try:
-        with _engine(args, "kconform generate") as spark:
+        with _engine(args, "kconform generate") as spark, PartsWatcher(out, progress, counts):
+            progress.started = time.perf_counter()  # the rate and ETA of the work, not of start-up
             parts = run_tasks(
                 write_part,
                 tasks,
                 [t.count for t in tasks],
                 backend=args.backend,
                 reduce=lambda a, b: a + b,
-                progress=progress,
+                progress=None,  # the watcher counts traces as parts grow
                 workers=args.workers,
                 spark=spark,
             )
+        progress.update(args.traces, force=True)
     except KeyboardInterrupt:
         interrupted = True
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not lose the saving
@@ -400,7 +406,7 @@ def _prepare_traces_dir(traces_dir: Path, rerun: Path | None, keep: dict[int, Ag
 
 
 def _clean_tmp(folder: Path) -> None:
-    for f in folder.glob(f"*{TMP}"):
+    for f in [*folder.glob(f"*{TMP}"), *folder.glob(f"*{COUNT_SUFFIX}")]:
         with contextlib.suppress(OSError):
             f.unlink()
 

@@ -475,6 +475,7 @@ def write_part(task: PartTask) -> list[dict[str, Any]]:
     import sys
 
     from .format import dumps
+    from .progress import COUNT_SUFFIX
 
     for p in task.sys_path:
         if p not in sys.path and os.path.isdir(p):
@@ -492,14 +493,20 @@ def write_part(task: PartTask) -> list[dict[str, Any]]:
     steps = 0
     tmp = path + ".tmp"
     opener = gzip.open if task.compress else open
+    counter = path + COUNT_SUFFIX  # progress per trace for the driver (PartsWatcher)
     try:
         with opener(tmp, "wt", encoding="utf-8") as f:
-            for index in range(task.start, task.start + task.count):
+            for made, index in enumerate(range(task.start, task.start + task.count), start=1):
                 record = generate_trace(task.seed, index, mix, recorder)
                 stopped += "recording_stopped" in record["provenance"]
                 steps += len(record["steps"])
                 f.write(dumps(record) + "\n")
+                if made % 100 == 0:
+                    with open(counter, "w", encoding="ascii") as c:
+                        c.write(str(made))
         os.replace(tmp, path)
+        if os.path.exists(counter):
+            os.remove(counter)
     finally:
         if recorder is not None:
             recorder.close()

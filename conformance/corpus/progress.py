@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TextIO
+from typing import Self, TextIO
 
 
 def _duration(seconds: float) -> str:
@@ -93,7 +93,7 @@ class ResultsWatcher:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kconform-progress", daemon=True)
 
-    def __enter__(self) -> ResultsWatcher:
+    def __enter__(self) -> Self:
         if self.progress.enabled:
             self._thread.start()
         return self
@@ -134,3 +134,29 @@ class ResultsWatcher:
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
             self.progress.update(self.count())
+
+
+class PartsWatcher(ResultsWatcher):
+    """Progress per trace while ``generate`` writes its parts: each part being written
+    keeps its trace count in ``NAME.tmp.count`` (``write_part``), a finished part counts
+    whole (``counts``: part file name -> traces)."""
+
+    def __init__(self, folder: Path, progress: Progress, counts: dict[str, int], interval_s: float = 0.5) -> None:
+        super().__init__(folder, progress, interval_s=interval_s)
+        self.counts = counts
+
+    def count(self) -> int:
+        done = 0
+        for name, traces in self.counts.items():
+            if (self.folder / name).exists():
+                done += traces
+                continue
+            try:
+                done += int((self.folder / f"{name}{COUNT_SUFFIX}").read_text(encoding="ascii") or 0)
+            except (OSError, ValueError):
+                continue
+        return done
+
+
+COUNT_SUFFIX = ".tmp.count"
+"""Beside a part being written: how many traces it holds so far."""
