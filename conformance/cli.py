@@ -59,9 +59,12 @@ def _emit(text: str) -> None:
 
 
 def _table(rows: list[list[Any]], headers: list[str], **options: Any) -> str:
-    from tabulate import tabulate
+    """A plain table, fitted to the terminal's width (no id broken: ``reports/fit.py``);
+    ``maxcolwidths`` caps columns, wrapping at spaces only."""
+    from .reports.fit import fit, terminal_width
 
-    return tabulate(rows, headers=headers, tablefmt="simple", **options)
+    caps = options.pop("maxcolwidths", None)
+    return fit(rows, headers, "simple", caps=caps, width=terminal_width(), **options)
 
 
 def _plural(n: int, word: str) -> str:
@@ -312,10 +315,13 @@ def cmd_diff(args: argparse.Namespace) -> int:
         old, new = load_document(args.old), load_document(args.new)
     except ResultsError as exc:
         _fail(str(exc))
+    old, new, note = _pair_implementations(old, new)
     changes = diff_documents(old, new)
     if args.format == "json":
-        _emit(json.dumps(changes, indent=1) + "\n")
+        _emit(json.dumps({**changes, **({"note": note} if note else {})}, indent=1) + "\n")
         return 1 if changes["regressions"] else 0
+    if note:
+        _emit(f"note: {note}\n\n")
     for kind in ("regressions", "fixes", "changed", "added", "removed"):
         rows = changes[kind]
         if not rows:
@@ -325,6 +331,32 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if not any(changes.values()):
         _emit("no differences\n")
     return 1 if changes["regressions"] else 0
+
+
+def _pair_implementations(old: dict[str, Any], new: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """Two runs of different implementations: one each is compared fixture by fixture (as
+    ``OLD -> NEW``), with a note saying so; runs with no implementation in common and
+    several each cannot be paired (a usage error), rather than listing every result as
+    added and removed."""
+    before = list(dict.fromkeys(r["implementation"] for r in old["results"]))
+    after = list(dict.fromkeys(r["implementation"] for r in new["results"]))
+    if not before or not after or set(before) & set(after):
+        return old, new, ""
+    if len(before) == 1 and len(after) == 1:
+        label = f"{before[0]} -> {after[0]}"
+
+        def relabel(doc: dict[str, Any]) -> dict[str, Any]:
+            return {**doc, "results": [{**r, "implementation": label} for r in doc["results"]]}
+
+        note = (
+            f"the two runs judge different implementations ({before[0]} in the old, {after[0]} in the new): "
+            "their results are compared fixture by fixture"
+        )
+        return relabel(old), relabel(new), note
+    _fail(
+        f"the two runs have no implementation in common (old: {', '.join(before)}; new: {', '.join(after)}): "
+        "nothing to compare; compare runs of the same implementations, or one implementation each"
+    )
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:

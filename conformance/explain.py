@@ -17,6 +17,7 @@ from reference_impl.describe import describe_replica
 
 from .compare import leaf_paths
 from .fixtures import Fixture
+from .reports.fit import fit, terminal_width
 
 
 def flatten(value: Any, path: str = "") -> dict[str, Any]:
@@ -81,14 +82,12 @@ def explain(fixture: Fixture, fmt: str = "rounded_outline") -> str:
     head = f"{fixture.id}: {fixture.title}\nsource: {fixture.source}\nfile: {fixture.path}\n"
     config = ", ".join(f"{k}={_show(v)}" for k, v in fixture.config.to_dict().items())
     rows, final = explain_rows(fixture)
-    table = tabulate(
-        rows,
-        headers=["step", "do", "field (* = checked)", "old", "new", "rules", "why"],
-        tablefmt=fmt,
-        disable_numparse=True,
-        # wrap long cells on a terminal; never in Markdown (a newline would break the table)
-        maxcolwidths=None if fmt == "github" else [None, 28, None, 26, 26, 28, 40],
-    )
+    headers = ["step", "do", "field (* = checked)", "old", "new", "rules", "why"]
+    if fmt == "github":  # never wrapped in Markdown (a newline would break the table)
+        table = tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=True)
+    else:  # wrapped at spaces to the terminal (a rule id or field path is never cut)
+        caps = [None, 28, None, 26, 26, 28, 40]
+        table = fit(rows, headers, fmt, caps=caps, width=terminal_width())
     end = "\n".join(f"  {describe_replica(r)}" for r in final.replicas)
     start = ""
     if fixture.initial is not None:  # a given initial state: show where the steps start from

@@ -10,6 +10,7 @@ earlier run is not checked against it again (``validated.py``).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -391,19 +392,34 @@ def _replica_names(i: int, raw: Mapping[str, Any]) -> Iterator[tuple[PathKey, st
             yield ("steps", i, "expect", "replicas", name, "remote_leo", other), other
 
 
-def fixture_files(paths: Iterable[Path]) -> list[Path]:
-    """YAML files named by ``paths`` (files, or folders searched recursively), sorted."""
+def _as_paths(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """One path (``str`` or ``Path``) or many, as ``Path`` objects: a bare string is one
+    path, never iterated letter by letter."""
+    if isinstance(paths, str | os.PathLike):
+        return [Path(paths)]
+    return [Path(p) for p in paths]
+
+
+def fixture_files(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """YAML files named by ``paths`` (files, or folders searched recursively), sorted; a
+    file named twice (a folder and a file inside it) is listed once."""
     out: list[Path] = []
-    for p in paths:
-        if p.is_dir():
-            out += sorted(q for q in p.rglob("*") if q.suffix in (".yaml", ".yml") and q.is_file())
-        else:
-            out.append(p)
+    seen: set[Path] = set()
+    for p in _as_paths(paths):
+        found = sorted(q for q in p.rglob("*") if q.suffix in (".yaml", ".yml") and q.is_file()) if p.is_dir() else [p]
+        for q in found:
+            key = q.resolve()
+            if key not in seen:
+                seen.add(key)
+                out.append(q)
     return out
 
 
-def load_fixtures(paths: Iterable[Path]) -> tuple[list[Fixture], list[Problem]]:
-    """Load every fixture under ``paths``; return the good ones and all problems.
+def load_fixtures(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+) -> tuple[list[Fixture], list[Problem]]:
+    """Load every fixture under ``paths`` (one path or many, ``str`` or ``Path``); return
+    the good ones and all problems.
 
     Also reports a fixture id used by two files.
     """

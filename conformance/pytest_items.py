@@ -3,6 +3,7 @@ plus the optional fuzz items. Imported only when an implementation is named."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,9 @@ from .runner import FixtureResult, RuleTrace, reference_rules, reference_trace, 
 class KconformSession:
     """The fixtures, expectations and adapters of one pytest run (one per xdist worker)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, config: pytest.Config | None = None) -> None:
         self.settings = settings
+        self.config = config
         fixtures, problems = load_fixtures(settings.fixture_paths)
         if problems:
             raise pytest.UsageError("kconform: invalid fixtures:\n" + "\n".join(str(p) for p in problems))
@@ -45,10 +47,47 @@ class KconformSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
         for impl in self.settings.impls:
+            self.check_name(impl, session)
+        for impl in self.settings.impls:
             collector = KconformCollector.from_parent(
                 session, name=f"kconform[{impl}]", nodeid=f"kconform[{impl}]", impl=impl, plugin=self
             )
-            items.extend(collector.collect())
+            collected = collector.collect()
+            items.extend(collected)
+            # counted as collected (``pytest --co`` says N tests collected), as a collector of a file is
+            report = pytest.CollectReport(
+                collector.nodeid, "passed", None, list[pytest.Item | pytest.Collector](collected)
+            )
+            session.config.hook.pytest_collectreport(report=report)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Name kconform items in JUnit XML as pytest 9.2 does (``classname="kconform[IMPL]"``,
+        ``name="FIXTURE/GENERATION"``): pytest before 9.2 cuts a node id at its first ``[``
+        and wrote an empty classname. Set as the item's own XML attributes, which pytest
+        keeps over its computed ones (also on the xdist controller, where the XML is written)."""
+        if not report.nodeid.startswith("kconform["):
+            return
+        xml = _junit_xml(self.config) if self.config is not None else None
+        if xml is None:
+            return
+        classname, _, name = report.nodeid.partition("::")
+        reporter = xml.node_reporter(report)
+        reporter.add_attribute("classname", classname)
+        reporter.add_attribute("name", name)
+
+    def check_name(self, impl: str, session: pytest.Session) -> None:
+        """A name that is neither an implementation nor a pytest fixture is one usage error
+        (as ``kconform run`` says it), not an error in every case's setup."""
+        if impl.isidentifier() and _is_fixture(session, impl):
+            return
+        if impl in self.adapters:
+            return
+        try:
+            self.adapters[impl] = resolve(impl, timeout_s=self.settings.timeout_s)
+        except UnknownImplementation as exc:
+            hint = " (or a pytest fixture of that name)" if impl.isidentifier() else ""
+            raise pytest.UsageError(f"kconform: --kconform-impl {exc}{hint}") from None
 
     def pytest_sessionfinish(self) -> None:
         for adapter in self.adapters.values():
@@ -89,6 +128,25 @@ class KconformSession:
         if fixture.id not in self.traces:
             self.traces[fixture.id] = reference_trace(fixture)
         return self.traces[fixture.id]
+
+
+def _junit_xml(config: pytest.Config) -> Any:
+    """pytest's JUnit XML writer of this run, or None (not asked for, or pytest changed)."""
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:
+        return None
+    return config.stash.get(xml_key, None)
+
+
+def _is_fixture(session: pytest.Session, name: str) -> bool:
+    """Whether a pytest fixture of this name is defined anywhere in the session (a
+    ``conftest.py`` or a plugin): then the implementation is that fixture's value."""
+    manager = getattr(session, "_fixturemanager", None)
+    try:  # None: no fixture of that name anywhere (pytest 8 and 9)
+        return manager.getfixturedefs(name, session) is not None  # type: ignore[union-attr]
+    except Exception:  # pytest's internals changed: leave the question to setup time
+        return True
 
 
 class KconformCollector(pytest.Collector):
@@ -167,8 +225,8 @@ class KconformCase(pytest.Function):
             except Exception as exc:
                 result.detail = (result.detail + f"\nrestart failed: {exc}").strip()
         self.user_properties.append(("kconform_status", result.status))
-        if result.outcome == "skipped":
-            pytest.skip(result.reason)
+        if result.outcome == "skipped":  # located at the fixture file, as a skip marker is
+            raise pytest.skip.Exception(result.reason, _use_item_location=True)
         if result.outcome == "errored":
             if result.expected == "fail":
                 pytest.xfail(f"expected failure: {result.expected_reason} ({result.reason})")
@@ -213,6 +271,32 @@ def failure_report(fixture: Fixture, result: FixtureResult) -> str:
         lines.append(f"rules this fixture exercises: {' '.join(result.rules)}")
     lines.append(f"explain: kconform explain {fixture.path}")
     return "\n".join(line for line in lines if line is not None)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _witness_report(plugin: KconformSession, impl: str, adapter: Adapter, description: Description, path: Path) -> str:
+    """The witness replayed as a fixture case: the field, expected and observed values of
+    the divergence, as a fixture case's failure says them (empty if it does not fail
+    again as a fixture, e.g. a difference only the fuzzer's comparison sees)."""
+    from .fixtures import FixtureError, load_fixture_file
+
+    try:
+        fixtures = load_fixture_file(path)
+    except FixtureError:
+        return ""
+    parts = []
+    for fixture in fixtures:
+        trace = plugin.trace(fixture)
+        result = run_fixture(_Unclosable(adapter), description, fixture, impl, trace, level=plugin.level)
+        if result.outcome in ("failed", "errored"):
+            result.rules = reference_rules(fixture, trace)
+            parts.append(failure_report(fixture, result))
+            with contextlib.suppress(Exception):
+                adapter.restart()
+    return "\n" + "\n".join(parts) if parts else ""
 
 
 class _Unclosable(Adapter):
@@ -274,8 +358,10 @@ class KconformFuzz(pytest.Function):
         steps = "\n".join(f"  {json.dumps(s)}" for s in trace.steps)
         raise CaseFailure(
             f"kconform fuzz: {parent.impl} fails level {plugin.level} ({self.generation}) after "
-            f"{len(trace.steps)} steps (shrunk):\n{steps}\nwitness fixture: {out}\n"
-            f"replay: pytest --kconform-impl {parent.impl} --kconform-level {plugin.level} --kconform-fixtures={out}"
+            f"{_plural(len(trace.steps), 'step')} (shrunk):\n{steps}\n"
+            + _witness_report(plugin, parent.impl, adapter, description, out)
+            + f"\nwitness fixture: {out}\nreplay: pytest --kconform-impl={parent.impl} "
+            f"--kconform-level={plugin.level} --kconform-fixtures={out}"
         )
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]

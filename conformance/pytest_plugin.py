@@ -133,7 +133,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from .pytest_items import KconformSession  # the harness is imported only when used
 
-    session = KconformSession(settings)
+    session = KconformSession(settings, config)
     for marker in session.marker_names():
         config.addinivalue_line("markers", f"{marker}: kconform fixture tag or generation")
     config.pluginmanager.register(session, "kconform-session")

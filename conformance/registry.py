@@ -17,6 +17,7 @@ import importlib
 import os
 import sys
 from dataclasses import dataclass
+from types import ModuleType
 
 from .adapter import Adapter
 from .bundled import BUNDLED
@@ -79,13 +80,7 @@ def resolve(
         here = os.getcwd()
         if here not in sys.path and "" not in sys.path:
             sys.path.insert(0, here)
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise UnknownImplementation(
-                f"{spec}: cannot import {module_name!r}: {exc} "
-                f"(looked in the current folder {here} and the installed packages)"
-            ) from None
+        module = _import(spec, module_name, here)
         try:
             factory = getattr(module, attr)
         except AttributeError:
@@ -95,6 +90,43 @@ def resolve(
     raise UnknownImplementation(
         f"unknown implementation {spec!r}: use a registered name ({names}), module:factory, or exec:COMMAND"
     )
+
+
+def _import(spec: str, module_name: str, here: str) -> ModuleType:
+    """Import the adapter module; every way that fails is one ``UnknownImplementation``
+    line: a module that is not there, one whose own import of a dependency fails (named
+    as such, not as "not found"), a syntax error (file:line) or an exception it raises."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and exc.name != module_name and not module_name.startswith(exc.name + "."):
+            raise UnknownImplementation(
+                f"{spec}: module {module_name!r} was found but its import of {exc.name!r} failed: {exc} "
+                "(install that dependency in this environment)"
+            ) from None
+        raise UnknownImplementation(
+            f"{spec}: cannot import {module_name!r}: {exc} "
+            f"(looked in the current folder {here} and the installed packages)"
+        ) from None
+    except SyntaxError as exc:
+        where = f"{exc.filename}:{exc.lineno}" if exc.filename else module_name
+        raise UnknownImplementation(f"{spec}: {where}: syntax error in the adapter module: {exc.msg}") from None
+    except ImportError as exc:
+        raise UnknownImplementation(f"{spec}: cannot import {module_name!r}: {exc}") from None
+    except Exception as exc:  # the user's module raised while importing: report it, never a traceback
+        raise UnknownImplementation(
+            f"{spec}: importing {module_name!r} raised {type(exc).__name__}: {exc}{_origin(exc)}"
+        ) from None
+
+
+def _origin(exc: BaseException) -> str:
+    """`` (at file:line)``: the innermost frame of ``exc``, where the user's code raised."""
+    tb = exc.__traceback__
+    if tb is None:
+        return ""
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return f" (at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno})"
 
 
 def _call(factory: object, spec: str) -> Adapter:

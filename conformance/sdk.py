@@ -159,13 +159,21 @@ def serve(adapter: Adapter, stdin: TextIO | None = None, stdout: TextIO | None =
         if not line.strip():
             continue
         seq = None
+        request: Any = None
         try:
             request = json.loads(line)
-            seq = request.get("seq")
-            reply = adapter.handle(request)
-        except Exception as exc:  # any failure is the implementation's: report it, keep serving
-            traceback.print_exc(file=sys.stderr)
-            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        except ValueError as exc:  # kconform never sends this; say so and keep serving
+            reply = {"ok": False, "error": f"request is not JSON: {exc.args[0] if exc.args else exc}"}
+        else:
+            if not isinstance(request, dict):
+                reply = {"ok": False, "error": f"a request is a JSON object, got {type(request).__name__}"}
+            else:
+                seq = request.get("seq")
+                try:
+                    reply = adapter.handle(request)
+                except Exception as exc:  # any failure is the implementation's: report it, keep serving
+                    traceback.print_exc(file=sys.stderr)
+                    reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         stdout.write(json.dumps({"seq": seq, **reply}, separators=(",", ":")) + "\n")
         stdout.flush()
         if isinstance(request, dict) and request.get("cmd") == "close":

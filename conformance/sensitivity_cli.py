@@ -72,20 +72,21 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     # an empty folder measures fuzz and explore alone
     fixtures = [] if searching and args.fixtures and not fixture_files(args.fixtures) else _select(args)
     generations = [Generation(g) for g in args.generation] or list(Generation)
+    from .corpus.progress import Progress
+
     show = not args.no_progress and args.format == "terminal" and sys.stderr.isatty()
+    meter = Progress(len(members), "members", sys.stderr, enabled=show)  # rate and ETA
     done = [0]
 
     def progress(verdict: Verdict) -> None:
         done[0] += 1
-        if show:
-            sys.stderr.write(f"\r[{done[0]}/{len(members)}] {verdict.member.name}".ljust(70))
-            sys.stderr.flush()
+        meter.what = f"members, last {verdict.member.name}"
+        meter.update(done[0])
 
     result = sensitivity(
         members, fixtures, progress, args.level, args.fuzz_budget, args.explore_depth, generations=generations
     )
-    if show:
-        sys.stderr.write("\r" + " " * 70 + "\r")
+    meter.close()
     if args.format == "json":
         _emit(json.dumps(result.to_dict(), indent=1) + "\n")
     else:

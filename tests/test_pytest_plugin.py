@@ -111,7 +111,9 @@ def test_example_project_passes_fails_skips_and_xfails_as_kconform_does(
     # fixtures with a consume step run without it (coarsening), so the acks defect shows in 4
     document, kconform_junit = example_run
     seen = Counter(kconform_statuses(document).values())  # passed: kconform's + 1 own test
-    assert f"1 failed, {seen['PASS'] + 1} passed, {seen['SKIP']} skipped, 4 xfailed" in done.stdout
+    summary = f"1 failed, {seen['PASS'] + 1} passed, {seen['SKIP']} skipped, 4 xfailed"
+    assert summary in done.stdout
+    assert f"\n{summary}\n" in (EXAMPLE / "README.md").read_text(encoding="utf-8"), "the README states the run's counts"
     assert statuses == kconform_statuses(document)
     pytest_root = ET.parse(junit).getroot()
     own_tests = 1
@@ -180,6 +182,9 @@ def test_the_plugins_default_timeout_is_the_stdio_adapters() -> None:
 def test_fuzz_item_finds_my_brokers_acks_defect_and_writes_a_witness(tmp_path: Path) -> None:
     done = run_pytest(EXAMPLE, "--kconform-fuzz", "5", "-k", "fuzz", f"--kconform-witness-dir={tmp_path}")
     assert "kconform fuzz: my_broker_adapter fails level exact (leader-epoch)" in done.stdout, done.stdout
+    # assertion-style: the field with its expected and observed values, and a replay line that works as given
+    assert "producer.p1: expected 'pending', got 'acked'" in done.stdout, done.stdout
+    assert f"--kconform-impl=my_broker_adapter --kconform-level=exact --kconform-fixtures={tmp_path}" in done.stdout
     assert "1 failed, 2 skipped" in done.stdout  # hw-truncation, diverging-epoch: not supported
     witness = tmp_path / "kconform-fuzz-my_broker_adapter-leader-epoch.yaml"
     assert witness.is_file()
@@ -192,3 +197,25 @@ def test_xdist_runs_the_same_cases(tmp_path: Path, example_run: tuple[dict[str, 
     junit = tmp_path / "parallel.xml"
     run_pytest(EXAMPLE, f"--junitxml={junit}", "-n", "2")
     assert pytest_statuses(junit) == kconform_statuses(example_run[0])
+
+
+def test_a_misspelt_implementation_is_one_usage_error(tmp_path: Path) -> None:
+    done = run_pytest(tmp_path, "-q", "--kconform-impl", "refrence", f"--kconform-fixtures={SEEDS}")
+    assert done.returncode == 4, done.stdout + done.stderr  # pytest's usage error
+    out = done.stdout + done.stderr
+    assert "ERROR: kconform: --kconform-impl unknown implementation 'refrence'" in out
+    assert "Traceback" not in out and "setup" not in out and len(out.strip().splitlines()) <= 3, out
+
+
+def test_collect_only_counts_the_kconform_items_and_skips_are_located_at_the_fixture(tmp_path: Path) -> None:
+    (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n", encoding="utf-8")
+    fixtures, _ = kconform.load_fixtures([SEEDS])
+    listed = run_pytest(
+        tmp_path, "--co", "-q", "--kconform-impl", "reference-leader-epoch", f"--kconform-fixtures={SEEDS}"
+    )
+    ids = [line for line in listed.stdout.splitlines() if "::" in line]
+    assert len(ids) == len(fixtures) + 1
+    assert f"{len(fixtures) + 1} tests collected" in listed.stdout, listed.stdout
+    ran = run_pytest(tmp_path, "-q", "-rs", "--kconform-impl", "reference-leader-epoch", f"--kconform-fixtures={SEEDS}")
+    skips = [line for line in ran.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert skips and all(".yaml:" in line and "_pytest" not in line for line in skips), ran.stdout

@@ -55,6 +55,19 @@ def test_kill_rate_is_complete(verdicts: Sensitivity) -> None:
     assert verdicts.kill_rate == 1.0, [v.member.name for v in verdicts.survivors]
 
 
+def test_suite_strength_doc_states_the_tools_counts(verdicts: Sensitivity) -> None:
+    """docs/suite-strength.md's measured line is what ``kconform sensitivity`` prints."""
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "suite-strength.md").read_text(encoding="utf-8")
+    found = re.search(
+        r"\((\d+) fixture cases;[^)]*\):\s+(\d+)/(\d+) members killed \((\d+)%\), median shortest witness (\d+) steps",
+        doc,
+    )
+    assert found, "the measured line of docs/suite-strength.md"
+    cases, killed, members, percent, median = map(int, found.groups())
+    assert cases == verdicts.fixtures and (killed, members) == (len(verdicts.killed), len(verdicts.verdicts))
+    assert percent == round(100 * verdicts.kill_rate) and median == verdicts.median_witness
+
+
 def test_a_member_is_an_implementation_by_name() -> None:
     from conformance.registry import UnknownImplementation, resolve
     from conformance.zoo import Mutant

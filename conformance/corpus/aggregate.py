@@ -50,6 +50,8 @@ class Aggregate:
     first: list[tuple[OrderKey, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
     """The first failures: (order, result record, fixture record), sorted."""
     descriptions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    skips: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """(implementation, reason) -> skipped traces: why they were not run."""
 
     @property
     def results(self) -> int:
@@ -61,7 +63,9 @@ class Aggregate:
         self.statuses[(impl, result["status"])] += 1
         self.steps[impl] += result.get("steps_run", 0)
         self.duration_ms[impl] += result.get("duration_ms", 0.0)
-        if outcome != "skipped":
+        if outcome == "skipped":
+            self.skips[(impl, str(result.get("reason") or "no reason given"))] += 1
+        else:
             diverged = set((result.get("divergence") or {}).get("rules") or ())
             for rule in result.get("rules", ()):
                 row = self.rules.setdefault((impl, rule), [0, 0, 0, 0, 0])
@@ -100,11 +104,43 @@ class Aggregate:
                 mine[i] += n
         self.steps.update(other.steps)
         self.duration_ms.update(other.duration_ms)
+        self.skips.update(other.skips)
         self.malformed += other.malformed
         self.first = heapq.nsmallest(self.keep, self.first + other.first, key=lambda x: x[0])
         for impl, desc in other.descriptions.items():
             self.descriptions.setdefault(impl, desc)
         return self
+
+    def to_json(self) -> dict[str, Any]:
+        """The totals as plain JSON (tuple keys as lists): a finished split's record,
+        read back by an interrupted replay's resume (``--rerun``)."""
+        return {
+            "keep": self.keep,
+            "counts": [[*k, n] for k, n in self.counts.items()],
+            "statuses": [[*k, n] for k, n in self.statuses.items()],
+            "rules": [[*k, row] for k, row in self.rules.items()],
+            "steps": dict(self.steps),
+            "duration_ms": dict(self.duration_ms),
+            "malformed": self.malformed,
+            "first": [[list(order), result, fixture] for order, result, fixture in self.first],
+            "descriptions": self.descriptions,
+            "skips": [[*k, n] for k, n in self.skips.items()],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Aggregate:
+        """The inverse of ``to_json``; raises ``KeyError``/``TypeError``/``ValueError`` on a damaged record."""
+        agg = cls(keep=int(data["keep"]))
+        agg.counts.update({(i, g, s): int(n) for i, g, s, n in data["counts"]})
+        agg.statuses.update({(i, s): int(n) for i, s, n in data["statuses"]})
+        agg.rules = {(i, r): [int(x) for x in row] for i, r, row in data["rules"]}
+        agg.steps.update({k: int(v) for k, v in data["steps"].items()})
+        agg.duration_ms.update({k: float(v) for k, v in data["duration_ms"].items()})
+        agg.malformed = int(data["malformed"])
+        agg.first = [((o[0], int(o[1]), o[2], int(o[3])), result, fixture) for o, result, fixture in data["first"]]
+        agg.descriptions = dict(data["descriptions"])
+        agg.skips.update({(i, r): int(n) for i, r, n in data.get("skips", [])})
+        return agg
 
 
 def merge(a: Aggregate, b: Aggregate) -> Aggregate:
@@ -189,5 +225,9 @@ def document(
             "rules": rules,
             "unexpected": unexpected_total,
             "failures_shown": len(results),
+            "skip_reasons": [
+                {"implementation": impl, "reason": reason, "traces": n}
+                for (impl, reason), n in sorted(agg.skips.items(), key=lambda x: (x[0][0], -x[1], x[0][1]))
+            ],
         },
     }

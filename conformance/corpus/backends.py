@@ -9,12 +9,19 @@ runs one Spark task per work task on ``master`` (``local[*]`` by default, or a c
 
 Progress is reported in work units (traces): each task has a weight; Spark counts
 finished weight with an accumulator, which the driver reads while the job runs.
+
+Ctrl-C (``KeyboardInterrupt`` in the driver) stops the work within a second and is
+re-raised: pool workers ignore SIGINT themselves (no traceback per worker) and are
+terminated, Spark jobs are cancelled. What finished is on disk (each task writes its
+own files and renames them when complete); the caller decides what to keep.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import signal
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -74,6 +81,11 @@ def _inline(
     return total
 
 
+def _ignore_sigint() -> None:
+    """Pool workers leave Ctrl-C to the driver, which terminates them."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _call(args: tuple[Callable[[Any], Any], Any, int]) -> tuple[Any, int]:
     fn, task, weight = args
     return fn(task), weight
@@ -90,13 +102,18 @@ def _processes(
     total: R | None = None
     done = 0
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-    with context.Pool(workers, maxtasksperchild=None) as pool:
+    with context.Pool(workers, initializer=_ignore_sigint, maxtasksperchild=None) as pool:
         jobs = [(fn, task, weight) for task, weight in zip(tasks, weights, strict=True)]
-        for result, weight in pool.imap_unordered(_call, jobs, chunksize=1):
-            total = result if total is None else reduce(total, result)
-            done += weight
-            if progress is not None:
-                progress.update(done)
+        try:
+            for result, weight in pool.imap_unordered(_call, jobs, chunksize=1):
+                total = result if total is None else reduce(total, result)
+                done += weight
+                if progress is not None:
+                    progress.update(done)
+        except KeyboardInterrupt:
+            pool.terminate()  # the workers stop now; their unfinished files are the caller's to clean
+            pool.join()
+            raise
     assert total is not None
     return total
 
@@ -129,10 +146,15 @@ def _spark(
 
     thread = threading.Thread(target=job, name="kconform-spark-job", daemon=True)
     thread.start()
-    while thread.is_alive():
-        thread.join(0.5)
-        if progress is not None:
-            progress.update(finished.value)
+    try:
+        while thread.is_alive():
+            thread.join(0.5)
+            if progress is not None:
+                progress.update(finished.value)
+    except KeyboardInterrupt:
+        with contextlib.suppress(Exception):
+            sc.cancelAllJobs()
+        raise
     if "error" in outcome:
         raise outcome["error"]
     if progress is not None:

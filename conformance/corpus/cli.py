@@ -8,8 +8,10 @@ exit code 2; Spark is imported only when the spark backend is chosen.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -28,19 +30,31 @@ from ..registry import UnknownImplementation, resolve
 from ..results import write_document
 from .aggregate import FIRST_FAILURES, Aggregate, document, merge, outcome_totals, unexpected
 from .backends import BACKENDS, run_tasks
-from .generate import DEFAULT_MIX, GenerateError, PartTask, parse_mix, reference_revision, write_part
-from .progress import Progress
+from .generate import (
+    DEFAULT_MIX,
+    GenerateError,
+    PartTask,
+    finished_part,
+    parse_mix,
+    reference_revision,
+    write_part,
+)
+from .generate import (
+    part_name as part_file,
+)
+from .progress import COUNT_SUFFIX, PartsWatcher, Progress, ResultsWatcher
 from .reading import (
     MANIFEST,
     SPLIT_LINES,
     CorpusError,
+    Split,
     corpus_files,
     count_lines,
     manifest,
     manifest_revisions,
     plan_splits,
 )
-from .replay import ReplayTask, import_roots, replay_split
+from .replay import TMP, ReplayTask, done_name, import_roots, part_name, replay_split
 
 EPILOG = """\
 exit codes:
@@ -181,6 +195,10 @@ def add_commands(sub: Any) -> None:
     _backend_options(rep, "spark")
     rep.set_defaults(func=_guard(cmd_replay))
 
+    from ..itf_cli import add_command as add_itf
+
+    add_itf(sub)
+
 
 def _guard(command: Any) -> Any:
     """Turn the errors a user can fix into one line and exit code 2."""
@@ -266,35 +284,54 @@ def cmd_generate(args: argparse.Namespace) -> int:
         )
     progress = Progress(args.traces, "traces", sys.stderr, enabled=not args.no_progress)
     started = time.perf_counter()
-    with _engine(args, "kconform generate") as spark:
-        parts = run_tasks(
-            write_part,
-            tasks,
-            [t.count for t in tasks],
-            backend=args.backend,
-            reduce=lambda a, b: a + b,
-            progress=progress,
-            workers=args.workers,
-            spark=spark,
-        )
+    interrupted = False
+    counts = {part_file(t.part, t.compress): t.count for t in tasks}
+    try:
+        with _engine(args, "kconform generate") as spark, PartsWatcher(out, progress, counts):
+            progress.started = time.perf_counter()  # the rate and ETA of the work, not of start-up
+            parts = run_tasks(
+                write_part,
+                tasks,
+                [t.count for t in tasks],
+                backend=args.backend,
+                reduce=lambda a, b: a + b,
+                progress=None,  # the watcher counts traces as parts grow
+                workers=args.workers,
+                spark=spark,
+            )
+        progress.update(args.traces, force=True)
+    except KeyboardInterrupt:
+        interrupted = True
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not lose the saving
+        _clean_tmp(out)
+        parts = [entry for entry in map(finished_part, tasks) if entry is not None]
     progress.close()
     seconds = time.perf_counter() - started
     parts.sort(key=lambda p: p["file"])
     steps = sum(p["steps"] for p in parts)
     stopped = sum(p["recording_stopped"] for p in parts)
+    made = sum(p["traces"] for p in parts)
     info = manifest(
         parts,
         generator="kconform generate",
         version=reference_impl.__version__,
         seed=args.seed,
         start=args.start,
-        traces=args.traces,
+        traces=made,
         steps=steps,
         shapes=mix,
         recorded_from=args.record_from or "reference",
         reference_revision=reference_revision(),
+        **({"incomplete": {"traces_asked": args.traces}} if interrupted else {}),
     )
     (out / MANIFEST).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
+    if interrupted:
+        print(
+            f"interrupted (Ctrl-C): {_plural(made, 'trace')} of {args.traces} written in "
+            f"{_plural(len(parts), 'whole part')} under {out} (manifest marked incomplete; unfinished parts removed)",
+            file=sys.stderr,
+        )
+        return 130
     print(
         f"generated {args.traces} traces ({steps} steps, mean {steps / args.traces:.1f}) in {len(parts)} parts "
         f"under {out} in {seconds:.1f} s: {args.traces / seconds:.0f} traces/s, {steps / seconds:.0f} steps/s"
@@ -327,20 +364,106 @@ def rerun_selection(out: Path) -> frozenset[tuple[str, str]]:
     return frozenset(chosen)
 
 
+RESUME = "resume.json"
+"""Written beside ``results.json`` by an interrupted replay: what ``--rerun`` resumes."""
+
+
+def _plan_key(args: argparse.Namespace, impls: tuple[str, ...], splits: list[Split]) -> dict[str, Any]:
+    """What must be the same for a resume to continue a replay: corpus, implementations, cut."""
+    return {
+        "corpus": [str(p.resolve()) for p in args.corpus],
+        "implementations": list(impls),
+        "splits": len(splits),
+        "lines": count_lines(splits),
+    }
+
+
+def _resume_record(rerun: Path) -> dict[str, Any] | None:
+    """The resume record of an interrupted replay in ``rerun``, or None (a finished one)."""
+    path = rerun / RESUME
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or not isinstance(data["plan"], dict):
+            raise TypeError("not a mapping")
+        return data
+    except (ValueError, KeyError, TypeError, OSError) as exc:
+        raise CommandError(f"{path}: not a kconform resume record ({exc}); replay without --rerun") from None
+
+
+def _finished(traces_dir: Path, splits: int) -> dict[int, Aggregate]:
+    """The finished splits in ``traces_dir`` (those with a totals file), by index."""
+    out: dict[int, Aggregate] = {}
+    for i in range(splits):
+        done = done_name(traces_dir / part_name(i))
+        if done.exists() and (traces_dir / part_name(i)).exists():
+            try:
+                out[i] = Aggregate.from_json(json.loads(done.read_text(encoding="utf-8")))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise CommandError(f"{done}: damaged split totals ({exc}); replay without --rerun") from None
+    return out
+
+
+def _prepare_traces_dir(traces_dir: Path, rerun: Path | None, keep: dict[int, Aggregate]) -> None:
+    """A fresh results folder, holding only the finished splits ``keep`` of ``rerun``
+    (copied when resuming into another folder); temporary and unfinished files go."""
+    source = (rerun / "traces") if rerun is not None else None
+    same = source is not None and source.resolve() == traces_dir.resolve()
+    if same:
+        for f in traces_dir.iterdir():
+            index = f.name[5:10]
+            if not (f.name.startswith("part-") and index.isdigit() and int(index) in keep) or f.name.endswith(TMP):
+                f.unlink()
+        return
+    if traces_dir.exists():
+        shutil.rmtree(traces_dir)
+    traces_dir.mkdir(parents=True)
+    if source is not None:
+        for i in keep:
+            for name in (part_name(i), done_name(Path(part_name(i))).name):
+                shutil.copyfile(source / name, traces_dir / name)
+
+
+def _clean_tmp(folder: Path) -> None:
+    for f in [*folder.glob(f"*{TMP}"), *folder.glob(f"*{COUNT_SUFFIX}")]:
+        with contextlib.suppress(OSError):
+            f.unlink()
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
-    """Replay the corpus, write per-trace results and the results document, print the report."""
+    """Replay the corpus, write per-trace results and the results document, print the report.
+
+    Ctrl-C stops it within a second: the finished splits' results are kept, the results
+    document is written marked incomplete, and ``--rerun OUT`` resumes with the rest."""
     splits = plan_splits(args.corpus, args.split_traces)
     files = corpus_files(args.corpus)
-    only = rerun_selection(args.rerun) if args.rerun else None
-    if only is not None and not only:
-        print(f"nothing to rerun: no failed or errored trace in {args.rerun}")
-        return 0
-    for spec in dict.fromkeys(args.impl):
+    impls = tuple(dict.fromkeys(args.impl))
+    plan = _plan_key(args, impls, splits)
+    resume = _resume_record(args.rerun) if args.rerun else None
+    kept: dict[int, Aggregate] = {}
+    if resume is not None:
+        if resume["plan"] != plan:
+            raise CommandError(
+                f"--rerun {args.rerun}: that replay was interrupted on another corpus, implementations or "
+                "--split-traces; give the same ones to resume it, or replay without --rerun"
+            )
+        only = frozenset((i, t) for i, t in resume["only"]) if resume.get("only") is not None else None
+        kept = _finished(args.rerun / "traces", len(splits))
+    else:
+        only = rerun_selection(args.rerun) if args.rerun else None
+        if only is not None and not only:
+            print(f"nothing to rerun: no failed or errored trace in {args.rerun}")
+            return 0
+    for spec in impls:
         _check_impl(spec, args.timeout, args.start_timeout)
     expectations, problems = load_expectations(args.expectations or [])
     if problems:
         raise CommandError("invalid expectations:\n" + "\n".join(str(p) for p in problems))
-    impls = tuple(dict.fromkeys(args.impl))
     current = reference_revision()
     older = {folder: rev for folder, rev in manifest_revisions(files).items() if rev != current}
     for folder, rev in older.items():
@@ -352,9 +475,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         )
     out: Path = args.out
     traces_dir = out / "traces"
-    if traces_dir.exists():
-        shutil.rmtree(traces_dir)
-    traces_dir.mkdir(parents=True)
+    _prepare_traces_dir(traces_dir, args.rerun if resume is not None else None, kept)
+    if kept:
+        print(f"resuming: {len(kept)} of {len(splits)} splits finished earlier are kept", file=sys.stderr)
     tasks = [
         ReplayTask(
             split=split,
@@ -371,24 +494,46 @@ def cmd_replay(args: argparse.Namespace) -> int:
             check_progress=args.check_progress,
         )
         for i, split in enumerate(splits)
+        if i not in kept
     ]
-    total = count_lines(splits) * len(impls) if only is None else sum(1 for impl, _ in only if impl in impls)
+    todo = [splits[t.index] for t in tasks]
+    total = count_lines(todo) * len(impls) if only is None else sum(1 for impl, _ in only if impl in impls)
     progress = Progress(total, "results", sys.stderr, enabled=not args.no_progress)
     started_at = datetime.now(UTC)
     started = time.perf_counter()
-    with _engine(args, "kconform replay") as spark:
-        t_job = time.perf_counter()
-        agg: Aggregate = run_tasks(
-            replay_split,
-            tasks,
-            [s.lines * len(impls) for s in splits],
-            backend=args.backend,
-            reduce=merge,
-            progress=progress,
-            workers=args.workers,
-            spark=spark,
-        )
-        job_s = time.perf_counter() - t_job
+    earlier = list(kept.values())
+    agg = Aggregate(keep=args.first_failures)
+    for part in earlier:
+        agg.merge(part)
+    interrupted = False
+    t_job = time.perf_counter()
+    try:
+        if tasks:
+            with _engine(args, "kconform replay") as spark, ResultsWatcher(traces_dir, progress, skip=kept):
+                t_job = time.perf_counter()
+                progress.started = time.perf_counter()  # the rate and ETA of the replay, not of start-up
+                agg.merge(
+                    run_tasks(
+                        replay_split,
+                        tasks,
+                        [s.lines * len(impls) for s in todo],
+                        backend=args.backend,
+                        reduce=merge,
+                        progress=None,  # the watcher counts results as they are written
+                        workers=args.workers,
+                        spark=spark,
+                    )
+                )
+            progress.update(total, force=True)
+    except KeyboardInterrupt:
+        interrupted = True
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not lose the saving
+        _clean_tmp(traces_dir)
+        kept = _finished(traces_dir, len(splits))
+        agg = Aggregate(keep=args.first_failures)
+        for part in kept.values():
+            agg.merge(part)
+    job_s = time.perf_counter() - t_job
     progress.close()
     seconds = time.perf_counter() - started
     selection = {
@@ -408,23 +553,46 @@ def cmd_replay(args: argparse.Namespace) -> int:
         "reference_revision": current,
         "generated_by_other_revisions": older,
     }
+    if interrupted:
+        corpus["incomplete"] = {"splits_finished": len(kept), "splits": len(splits)}
     doc = document(agg, list(impls), started=started_at, duration_s=seconds, selection=selection, corpus=corpus)
     write_document(doc, out / "results.json")
+    resume_path = out / RESUME
+    if interrupted:
+        resume_path.write_text(
+            json.dumps({"resume": 1, "plan": plan, "only": sorted(only) if only is not None else None}, indent=1)
+            + "\n",
+            encoding="utf-8",
+        )
+    elif resume_path.exists():
+        resume_path.unlink()
     from ..cli import _terminal_options
 
     sys.stdout.write(reports.render(doc, args.format, **_terminal_options(args)))
     steps = sum(agg.steps.values())
     counts = outcome_totals(agg)
+    lines = count_lines(splits)
+    fresh_results = agg.results - sum(a.results for a in earlier)
+    fresh_steps = steps - sum(sum(a.steps.values()) for a in earlier)
+    rate = f" ({fresh_results / job_s:.0f} traces/s, {fresh_steps / job_s:.0f} steps/s)" if job_s > 0 else ""
     print(
-        f"\nreplayed {agg.results} results ({count_lines(splits)} corpus lines x {len(impls)} implementations): "
+        f"\n{'interrupted after' if interrupted else 'replayed'} {_plural(agg.results, 'result')} "
+        f"({_plural(lines, 'corpus line')} x {_plural(len(impls), 'implementation')}): "
         + ", ".join(f"{counts.get(o, 0)} {o}" for o in ("passed", "failed", "errored", "skipped"))
-        + f"; {steps} steps in {job_s:.1f} s ({agg.results / job_s:.0f} traces/s, {steps / job_s:.0f} steps/s)"
+        + f"; {_plural(fresh_steps, 'step')} in {job_s:.1f} s{rate}, {seconds:.1f} s in all"
         + f" [{args.backend}{' ' + args.master if args.backend == 'spark' else ''}]",
         file=sys.stderr,
     )
     if agg.malformed:
         print(f"{agg.malformed} malformed corpus lines (errored, listed with file:line)", file=sys.stderr)
     print(f"results: {out / 'results.json'}  per trace: {traces_dir}/part-*.jsonl", file=sys.stderr)
+    if interrupted:
+        print(
+            f"interrupted (Ctrl-C): {len(kept)} of {len(splits)} splits finished and saved, results marked "
+            f"incomplete; resume with the same command and --rerun {out}",
+            file=sys.stderr,
+        )
+        return 130
     if args.save_failures:
         from .shrink import save_failures
 

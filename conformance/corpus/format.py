@@ -145,10 +145,18 @@ def apply_changes(observation: Mapping[str, Any], changes: Sequence[Any], field:
 
 def parse_line(text: str | bytes, file: str, line: int) -> Trace:
     """Parse and check one corpus line; raise ``CorpusLineError`` for any problem."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            byte = f"byte 0x{exc.object[exc.start]:02x} at byte {exc.start + 1} of the line"
+            raise CorpusLineError(file, line, "(line)", f"not UTF-8: {byte}") from None
+    text = text.strip()
     try:
         record = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CorpusLineError(file, line, "(json)", f"not JSON: {exc}") from None
+    except json.JSONDecodeError as exc:  # the position on this line (the file's line number is ``line``)
+        cut = " (the line looks cut short)" if text.startswith("{") and not text.endswith("}") else ""
+        raise CorpusLineError(file, line, "(json)", f"not JSON at column {exc.pos + 1}: {exc.msg}{cut}") from None
     return record_to_trace(record, file, line)
 
 
@@ -194,9 +202,14 @@ def record_to_trace(record: Any, file: str, line: int) -> Trace:
         where = f"steps[{i}]"
         if not isinstance(raw, dict):
             raise bad(where, "a step is a mapping with 'do'")
-        unknown = sorted(set(raw) - {"do", "expect", "changes", "expect_rejected", "rules", "why"})
+        unknown = sorted(set(raw) - {"do", "expect", "changes", "expect_rejected", "rules", "why", "logs_match"})
         if unknown:
-            raise bad(f"{where}.{unknown[0]}", "unknown field (do, expect, changes, expect_rejected, rules, why)")
+            raise bad(
+                f"{where}.{unknown[0]}", "unknown field (do, expect, changes, expect_rejected, rules, why, logs_match)"
+            )
+        logs_match = raw.get("logs_match") or []
+        if not isinstance(logs_match, list) or not all(isinstance(r, str) for r in logs_match):
+            raise bad(f"{where}.logs_match", "must be a list of replica ids (whose logs must be equal)")
         do = raw.get("do")
         try:
             step = step_from_dict(do if do is not None else {})
@@ -242,6 +255,7 @@ def record_to_trace(record: Any, file: str, line: int) -> Trace:
                 why=raw.get("why"),
                 source=None,
                 line=line,
+                logs_match=tuple(logs_match),
             )
         )
     shape = record.get("shape") or "corpus"

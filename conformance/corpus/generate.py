@@ -447,6 +447,27 @@ def part_name(part: int, compress: bool) -> str:
     return f"part-{part:05d}.jsonl" + (".gz" if compress else "")
 
 
+def finished_part(task: PartTask) -> dict[str, Any] | None:
+    """The manifest entry of ``task``'s part file if it was written completely (a part is
+    renamed from ``.tmp`` only when whole), read back from the file; else None. An
+    interrupted ``generate`` keeps these parts."""
+    import gzip
+    import json
+    import os
+
+    path = os.path.join(task.out_dir, part_name(task.part, task.compress))
+    if not os.path.exists(path):
+        return None
+    steps = stopped = 0
+    with (gzip.open if task.compress else open)(path, "rt", encoding="utf-8") as f:
+        for raw in f:
+            record = json.loads(raw)
+            steps += len(record["steps"])
+            stopped += "recording_stopped" in record["provenance"]
+    entry = {"file": part_name(task.part, task.compress), "traces": task.count, "first_index": task.start}
+    return {**entry, "steps": steps, "recording_stopped": stopped}
+
+
 def write_part(task: PartTask) -> list[dict[str, Any]]:
     """Generate one part file; return its manifest entry (in a list, for ``+`` as reduce)."""
     import gzip
@@ -454,6 +475,7 @@ def write_part(task: PartTask) -> list[dict[str, Any]]:
     import sys
 
     from .format import dumps
+    from .progress import COUNT_SUFFIX
 
     for p in task.sys_path:
         if p not in sys.path and os.path.isdir(p):
@@ -471,14 +493,20 @@ def write_part(task: PartTask) -> list[dict[str, Any]]:
     steps = 0
     tmp = path + ".tmp"
     opener = gzip.open if task.compress else open
+    counter = path + COUNT_SUFFIX  # progress per trace for the driver (PartsWatcher)
     try:
         with opener(tmp, "wt", encoding="utf-8") as f:
-            for index in range(task.start, task.start + task.count):
+            for made, index in enumerate(range(task.start, task.start + task.count), start=1):
                 record = generate_trace(task.seed, index, mix, recorder)
                 stopped += "recording_stopped" in record["provenance"]
                 steps += len(record["steps"])
                 f.write(dumps(record) + "\n")
+                if made % 100 == 0:
+                    with open(counter, "w", encoding="ascii") as c:
+                        c.write(str(made))
         os.replace(tmp, path)
+        if os.path.exists(counter):
+            os.remove(counter)
     finally:
         if recorder is not None:
             recorder.close()

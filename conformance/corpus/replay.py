@@ -130,9 +130,10 @@ def replay_split(task: ReplayTask) -> Aggregate:
     agg = Aggregate(keep=task.keep)
     impls = [_Impl(spec, task.timeout_s, task.start_timeout_s) for spec in task.impls]
     out: TextIO | None = None
+    part = Path(task.results_dir or ".") / part_name(task.index)
     if task.results_dir is not None:
         Path(task.results_dir).mkdir(parents=True, exist_ok=True)
-        out = open(Path(task.results_dir) / f"part-{task.index:05d}.jsonl", "w", encoding="utf-8")  # noqa: SIM115
+        out = open(f"{part}{TMP}", "w", encoding="utf-8")  # noqa: SIM115
     try:
         for impl in impls:
             impl.start()
@@ -182,7 +183,28 @@ def replay_split(task: ReplayTask) -> Aggregate:
             impl.close()
         if out is not None:
             out.close()
+    if task.results_dir is not None:  # only a whole split is finished: its results, then its totals
+        os.replace(f"{part}{TMP}", part)
+        done = done_name(part)
+        with open(f"{done}{TMP}", "w", encoding="utf-8") as f:
+            json.dump(agg.to_json(), f, separators=(",", ":"), ensure_ascii=False)
+        os.replace(f"{done}{TMP}", done)
     return agg
+
+
+TMP = ".tmp"
+"""Suffix of a file still being written; an interrupted replay deletes them."""
+
+
+def part_name(index: int) -> str:
+    """The per-trace results file of split ``index``."""
+    return f"part-{index:05d}.jsonl"
+
+
+def done_name(part: Path) -> Path:
+    """The totals of a finished split, beside its results (``part-00003.done.json``):
+    present only once the split is complete, so a resume knows what to skip."""
+    return part.with_name(part.name.removesuffix(".jsonl") + ".done.json")
 
 
 def _emit(out: TextIO | None, result: dict[str, Any]) -> None:

@@ -7,19 +7,23 @@
 - the UI and the console progress bar are off; logs at WARN (kconform prints its own
   progress);
 - Java is checked first: a missing or too old Java is one clear ``SparkSetupError``
-  line, not a Py4J stack trace.
+  line, not a Py4J stack trace; so is a ``spark://`` master that does not answer.
 
 ``pyspark`` is imported here only, so commands that never touch Spark do not pay for it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlparse
 
@@ -115,9 +119,72 @@ def configure_environment(master: str) -> None:
         os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 
 
+def check_master(master: str, timeout_s: float = 5.0) -> None:
+    """A ``spark://HOST:PORT`` master must answer a TCP connection: an unreachable one is
+    one line now, not two minutes of retries and a Java stack trace."""
+    if not master.startswith("spark://"):
+        return
+    for address in master[len("spark://") :].split(","):  # a standby list: any one answering will do
+        parsed = urlparse(f"spark://{address}")
+        try:
+            host, port = parsed.hostname, parsed.port or 7077
+        except ValueError:
+            raise SparkSetupError(f"--master {master}: not spark://HOST:PORT") from None
+        if host is None:
+            raise SparkSetupError(f"--master {master}: not spark://HOST:PORT")
+        try:
+            with socket.create_connection((host, port), timeout=timeout_s):
+                return
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+    raise SparkSetupError(
+        f"cannot reach the Spark master {master} ({reason}): start it (docs/replay.md, "
+        "'A standalone cluster'), check the address, or use --master 'local[*]' or --backend processes"
+    )
+
+
+JVM_NOISE = (b"WARNING: Using incubator modules: jdk.incubator.vector",)
+"""Lines the JVM prints on every start that say nothing to a kconform user."""
+
+
+@contextlib.contextmanager
+def _quiet_jvm_stderr() -> Iterator[None]:
+    """Start the JVM with its stderr through a pipe that drops ``JVM_NOISE`` lines and
+    passes everything else on (its warnings and errors, the workers' output), for the
+    JVM's whole life; kconform's own stderr is restored as soon as the JVM is up."""
+    try:
+        saved = os.dup(2)
+        read_end, write_end = os.pipe()
+    except OSError:  # no stderr to redirect (a closed fd 2): start as is
+        yield
+        return
+    forward = threading.Thread(target=_forward, args=(read_end, saved), name="kconform-jvm-stderr", daemon=True)
+    forward.start()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)  # the JVM keeps the pipe; this process writes to the terminal again
+
+
+def _forward(read_end: int, out: int) -> None:
+    pending = b""
+    with contextlib.suppress(OSError):
+        while chunk := os.read(read_end, 65536):
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            kept = [line for line in lines if line.strip() not in JVM_NOISE]
+            if kept:
+                os.write(out, b"\n".join(kept) + b"\n")
+        if pending and pending.strip() not in JVM_NOISE:
+            os.write(out, pending)
+
+
 def session(master: str = "local[*]", app: str = "kconform", conf: dict[str, str] | None = None) -> Any:
     """A SparkSession for ``master``; raise ``SparkSetupError`` when Spark cannot start."""
     check_java()
+    check_master(master)
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:
@@ -140,7 +207,8 @@ def session(master: str = "local[*]", app: str = "kconform", conf: dict[str, str
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     try:
-        spark = builder.getOrCreate()
+        with _quiet_jvm_stderr():
+            spark = builder.getOrCreate()
     except Exception as exc:  # Py4J / JVM start-up failure: one line, the cause last
         message = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
         raise SparkSetupError(f"Spark did not start with master {master}: {message}") from None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from .views import Table, _counts_cell, _impl_label, _rule_key
+from .views import Table, _counts_cell, _impl_label, _rule_key, plural
 
 
 def summary(doc: dict[str, Any]) -> Table:
@@ -34,10 +34,24 @@ def summary(doc: dict[str, Any]) -> Table:
         for impl in doc["implementations"]
     ]
     steps = sum(corpus["steps"].values())
+    took = f"{doc['run']['duration_s']:.1f} s"
+    if isinstance(corpus.get("job_s"), int | float):  # the replay itself, and with start-up (one figure each)
+        took = f"{corpus['job_s']:.1f} s of replay ({took} in all)"
     note = (
-        f"{corpus['lines']} corpus lines x {len(doc['implementations'])} implementations, "
-        f"{steps} steps in {doc['run']['duration_s']} s; columns are trace shapes"
+        f"{plural(corpus['lines'], 'corpus line')} x {plural(len(doc['implementations']), 'implementation')}, "
+        f"{plural(steps, 'step')} in {took}; columns are trace shapes"
     )
+    skips = corpus.get("skip_reasons") or []
+    if skips:
+        top = ", ".join(f"{s['traces']} {s['implementation']}: {s['reason']}" for s in skips[:3])
+        more = f" (and {len(skips) - 3} more reasons in results.json)" if len(skips) > 3 else ""
+        note += f"; skipped: {top}{more}"
+    incomplete = corpus.get("incomplete")
+    if isinstance(incomplete, dict):
+        note += (
+            f"; INCOMPLETE: interrupted with {incomplete.get('splits_finished')} of {incomplete.get('splits')} "
+            "splits done (kconform replay ... --rerun OUT resumes it)"
+        )
     if corpus.get("malformed_lines"):
         note += f"; {corpus['malformed_lines']} malformed corpus lines counted as errored"
     if corpus.get("failures_shown", 0) < sum(unexpected.values()):

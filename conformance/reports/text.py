@@ -6,7 +6,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from . import views
+from . import fit, views
 
 COLORS = {"PASS": "32", "pass": "32", "FAIL": "1;31", "ERROR": "1;35", "XPASS": "1;31", "skip": "33", "xfail": "36"}
 """ANSI SGR codes for statuses on a terminal (green, red, magenta, yellow, cyan)."""
@@ -21,11 +21,20 @@ def _paint(cell: str) -> str:
     return cell
 
 
-def _render(table: views.Table, fmt: str, heading: str, color: bool = False) -> str:
+def _render(table: views.Table, fmt: str, heading: str, color: bool = False, width: int | None = None) -> str:
     title = _paint(table.title) if color else table.title
-    rows = [[_paint(c) for c in row] for row in table.rows] if color else table.rows
+    rows = [["" if c is None else str(c) for c in row] for row in table.rows]
+    headers = list(table.headers)
+    if fmt != "github":  # a terminal table is wrapped at spaces to the width (Markdown never is)
+        sizes = fit.widths(rows, headers, fmt, width=width)
+        rows = [[fit.wrap(c, sizes[i]) for i, c in enumerate(row)] for row in rows]
+        headers = [fit.wrap(h, sizes[i]) for i, h in enumerate(headers)]
+    if color:
+        rows = [[_paint(c) for c in row] for row in rows]
+    if fmt != "github" and not any(h.strip() for h in headers):
+        headers = []  # no empty header row on a terminal (Markdown needs one)
     parts = [heading + title, ""]
-    parts.append(tabulate(rows, headers=table.headers, tablefmt=fmt, disable_numparse=True))
+    parts.append(tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=True))
     if table.note:
         parts += ["", table.note]
     return "\n".join(parts)
@@ -40,9 +49,10 @@ def render(
     matrix: bool,
     max_failures: int | None = None,
     color: bool = False,
+    width: int | None = None,
 ) -> str:
     """The tables in order; ``heading`` is the Markdown prefix of a section title ("## "),
-    sub-sections get one more level ("### ")."""
+    sub-sections get one more level ("### "); terminal tables fit ``width`` if given."""
     tables = [views.summary(doc)]
     if matrix:
         tables.append(views.matrix(doc))
@@ -51,13 +61,13 @@ def render(
     counts = views.failure_counts(doc)
     if counts.rows:
         tables.append(counts)
-    out = [_render(t, fmt, heading, color) for t in tables]
+    out = [_render(t, fmt, heading, color, width) for t in tables]
     failures = views.failures(doc)
     if failures:
         out.append(heading + "Failures")
         shown = failures if max_failures is None else failures[:max_failures]
         sub = "#" + heading if heading else ""
-        out += [_render(t, fmt, sub, color) for t in shown]
+        out += [_render(t, fmt, sub, color, width) for t in shown]
         if len(shown) < len(failures):
             out.append(
                 f"... and {len(failures) - len(shown)} more: `kconform report RESULTS --format markdown` "
@@ -75,7 +85,8 @@ def terminal(
     """The report for a terminal: summary, then the first failures (matrix and rules on
     request); statuses in colour when ``color``."""
     limit = None if all_failures else TERMINAL_FAILURES
-    return render(doc, "rounded_outline", "", rules=rules, matrix=matrix, max_failures=limit, color=color)
+    width = fit.terminal_width()
+    return render(doc, "rounded_outline", "", rules=rules, matrix=matrix, max_failures=limit, color=color, width=width)
 
 
 def markdown(doc: dict[str, Any]) -> str:
