@@ -99,7 +99,9 @@ def judge(
     """Run ``fixture`` on ``adapter`` (already reset) and judge it. Raises ``CannotAnswer``."""
     result = Judgement(expectations=lowered.expectations, notes=list(lowered.notes), stopped=lowered.stopped)
     result.checked = lowered.checked
-    monitor = SafetyMonitor(fixture.config.replicas, fixture.generation.value)
+    monitor = SafetyMonitor(
+        fixture.config, description.field_set, description.replica_field_set, frozenset(description.steps)
+    )
     lacking = frozenset(k for k in SPLIT_KINDS if k not in description.steps)
     frontier = Frontier(lowered.initial, lacking) if lowered.initial is not None and not safety_only else None
     steps_by_index = {fs.index: fs for fs in fixture.steps}
@@ -140,6 +142,8 @@ def judge(
             if answer.rejected is None and do["kind"] == "produce":
                 produced += 1
             if answer.rejected is not None or ps.rejected is not None:
+                if answer.rejected is not None:
+                    monitor.refused(do)
                 if safety_only:
                     if answer.rejected is None and answer.observation is not None:
                         observation = normalise(answer.observation, description, fixture.config.replicas)

@@ -206,7 +206,8 @@ class Judge:
     def start(self, config: Config) -> None:
         self.state = initial_state(config)
         self.trace = Trace(config=config, level=self.level)
-        self.monitor = SafetyMonitor(config.replicas, self.generation.value)
+        d = self.description
+        self.monitor = SafetyMonitor(config, d.field_set, d.replica_field_set, self.kinds)
         self.deferred = []
         self.frontier = Frontier(self.state, self.lacking) if self.level == "settled" else None
         self.produced = 0
@@ -263,6 +264,7 @@ class Judge:
         except AdapterError as exc:
             self.fail("error:step", f"step {number} {do}: the implementation failed: {exc.message}")
         if answer.rejected is not None:
+            self.monitor.refused(do)
             if self.level == "safety" or self._settles(chosen, performed=False):
                 return True
             self.fail(
