@@ -203,6 +203,11 @@ class Coverage:
     not the run's."""
 
 
+POWER_FAILURE = "power failure"
+"""Waiver: records a power failure lost (CRASH-2; Kafka does not fsync per write, KIP-966)."""
+KIP_101 = "KIP-101"
+"""Waiver: hw-truncation, offsets a truncation to the HW cut (TRUNC-HW-1, KIP-101)."""
+
 _MAPPING = (dict, Mapping)
 """``isinstance`` against this settles a plain dict (every decoded observation) without the
 slower abstract-class check."""
@@ -239,8 +244,9 @@ class SafetyMonitor:
         """The lowest offset a power failure lost records from (None before any)."""
         self.cuts: list[tuple[int, int]] = []
         """hw-truncation: the offset ranges a truncation to the HW cut (KIP-101)."""
-        self.waived: list[Finding] = []
-        """Findings a waiver excused (kept so tests can see what was excused, and why)."""
+        self.waived: list[tuple[Finding, str]] = []
+        """Findings a waiver excused, with the waiver (``POWER_FAILURE``, ``KIP_101``): kept
+        so tests can see what was excused, and why."""
         self._pending: dict[str, tuple[str, list[tuple[int, str]] | None, int | None]] = {}
         """acks=all produce id -> (the replica it appended to, its records at their offsets
         if the log is reported, the end offset if the LEO is)."""
@@ -391,13 +397,18 @@ class SafetyMonitor:
             if restarted or follows:
                 self.cuts.append((l1, l0))
 
-    def _waived(self, offset: int) -> str:
-        """Why a difference at ``offset`` is excused ("" if it is not)."""
-        if self.lost_from is not None and offset >= self.lost_from:
-            return f"a power failure lost records from offset {self.lost_from}"
+    def _waived(self, offset: int, divergence: bool = False) -> str:
+        """Why a difference at ``offset`` is excused ("" if it is not). ``divergence``: an
+        ISR member holding *other* records than the leader (SAFE-STRONG-ISR), which after a
+        power failure only the epoch generations excuse: there the epoch-based truncation
+        (TRUNC-EPOCH-*) removes them; under hw-truncation nothing does (KIP-101), so only a
+        truncation to the HW that cut that offset excuses it."""
+        epochs = self.generation != "hw-truncation"
+        if self.lost_from is not None and offset >= self.lost_from and (epochs or not divergence):
+            return POWER_FAILURE
         for lo, hi in self.cuts:
             if lo <= offset < hi:
-                return f"a truncation to the HW cut offsets {lo}..{hi - 1} (KIP-101)"
+                return KIP_101
         return ""
 
     # --- produces and consumes: what is acknowledged, and when ---------------------------
@@ -534,21 +545,26 @@ class SafetyMonitor:
             finding = Finding(
                 "SAFE-STRONG-ISR", f"ISR member {member} has {theirs} below leader {lname}'s hw={hw}, the leader {ours}"
             )
-            if self._isr_difference_waived(first, theirs, ours):
-                self.waived.append(finding)
+            why = self._isr_difference_waived(first, theirs, ours)
+            if why:
+                self.waived.append((finding, why))
             else:
                 out.append(finding)
         return out
 
-    def _isr_difference_waived(self, first: int, theirs: list[Any], ours: list[Any]) -> bool:
-        """After a power failure an ISR member may lack the leader's records (a prefix of
-        them: it lost its unflushed tail and is still in the ISR, KIP-966); a difference
-        only at waived offsets (from the lowest offset a power failure lost, or cut by a
-        KIP-101 truncation) is excused."""
+    def _isr_difference_waived(self, first: int, theirs: list[Any], ours: list[Any]) -> str:
+        """Why an ISR member's difference from the leader is excused ("" if it is not).
+        After a power failure a member may lack the leader's records (a prefix of them: it
+        lost its unflushed tail and is still in the ISR, Kafka's unclean shutdown, KIP-966);
+        other differences only at waived offsets (``_waived``)."""
         if self.lost_from is not None and len(theirs) < len(ours) and ours[: len(theirs)] == theirs:
-            return True
-        differing = [first + i for i in range(len(ours)) if i >= len(theirs) or theirs[i] != ours[i]]
-        return all(self._waived(offset) for offset in differing)
+            return POWER_FAILURE
+        reasons = {
+            self._waived(first + i, divergence=i < len(theirs))
+            for i in range(len(ours))
+            if i >= len(theirs) or theirs[i] != ours[i]
+        }
+        return "" if "" in reasons else min(reasons)
 
     def _acked(self, obs: Mapping[str, Any]) -> list[Finding]:
         if not self.committed:
@@ -571,8 +587,9 @@ class SafetyMonitor:
                 "SAFE-ACKED",
                 f"{record} at offset {offset} was acknowledged or consumed; leader {name} has {have or 'nothing'}",
             )
-            if self._waived(offset):
-                self.waived.append(finding)
+            why = self._waived(offset)
+            if why:
+                self.waived.append((finding, why))
             else:
                 out.append(finding)
         return out
