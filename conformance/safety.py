@@ -208,6 +208,10 @@ POWER_FAILURE = "power failure"
 KIP_101 = "KIP-101"
 """Waiver: hw-truncation, offsets a truncation to the HW cut (TRUNC-HW-1, KIP-101)."""
 
+UNCLEAN = "unclean election"
+"""Waiver: hw-truncation, offsets where replicas held other records than an allowed unclean
+election's leader (``unclean.leader.election.enable``)."""
+
 _MAPPING = (dict, Mapping)
 """``isinstance`` against this settles a plain dict (every decoded observation) without the
 slower abstract-class check."""
@@ -244,6 +248,9 @@ class SafetyMonitor:
         """The lowest offset a power failure lost records from (None before any)."""
         self.cuts: list[tuple[int, int]] = []
         """hw-truncation: the offset ranges a truncation to the HW cut (KIP-101)."""
+        self.unclean: list[tuple[int, int]] = []
+        """hw-truncation: the offset ranges where replicas held other records than an
+        allowed unclean election's leader (nothing but epochs would remove them)."""
         self.waived: list[tuple[Finding, str]] = []
         """Findings a waiver excused, with the waiver (``POWER_FAILURE``, ``KIP_101``): kept
         so tests can see what was excused, and why."""
@@ -340,14 +347,17 @@ class SafetyMonitor:
         else:
             live = [m for m in isr if (_replica(before, m) or {}).get("online") is True]
             if not live:
-                self._unclean(str(leader), obs)
+                self._unclean(str(leader), before, obs)
                 return []
             why = f"unclean election of {leader} while ISR member(s) {', '.join(map(str, live))} were live"
         return [Finding("SAFE-LEADER-IN-ISR", why)]
 
-    def _unclean(self, leader: str, obs: Mapping[str, Any]) -> None:
+    def _unclean(self, leader: str, before: Mapping[str, Any], obs: Mapping[str, Any]) -> None:
         """An unclean election the config allows gives up what its leader lacks
-        (``unclean.leader.election.enable``): those records are no longer protected."""
+        (``unclean.leader.election.enable``): those records are no longer protected. Under
+        hw-truncation the other replicas keep the records they hold where the new leader's
+        log differs (a follower truncates to its HW, or to the leader's LEO when out of
+        range, FOLLOWER-OOR-1, never by epoch): those offsets are waived too."""
         rep = _replica(obs, leader)
         log = rep.get("log") if rep is not None else None
         if not isinstance(log, list):
@@ -357,6 +367,19 @@ class SafetyMonitor:
         for offset, record in list(self.committed.items()):
             if not (start <= offset < start + len(log) and log[offset - start] == record):
                 del self.committed[offset]
+        if self.generation != "hw-truncation":
+            return
+        reps = before.get("replicas")
+        for name, other in reps.items() if isinstance(reps, _MAPPING) else ():
+            theirs = other.get("log") if isinstance(other, _MAPPING) and name != leader else None
+            if not isinstance(theirs, list):
+                continue
+            ostart = _start(other)
+            first = max(start, ostart)
+            end = ostart + len(theirs)
+            differ = [o for o in range(first, end) if o >= start + len(log) or log[o - start] != theirs[o - ostart]]
+            if differ:
+                self.unclean.append((differ[0], end))
 
     def _power_failure(self, step: Mapping[str, Any], before: Mapping[str, Any] | None) -> None:
         """A ``crash`` with ``unflushed_from`` below the LEO the broker last reported lost
@@ -409,6 +432,9 @@ class SafetyMonitor:
         for lo, hi in self.cuts:
             if lo <= offset < hi:
                 return KIP_101
+        for lo, hi in self.unclean:
+            if lo <= offset < hi:
+                return UNCLEAN
         return ""
 
     # --- produces and consumes: what is acknowledged, and when ---------------------------
