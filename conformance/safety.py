@@ -662,10 +662,11 @@ class SafetyMonitor:
 
 def certificate(coverages: Iterable[dict[str, Coverage]]) -> tuple[bool, str]:
     """Whether safety is established over a set of runs: every required property that
-    applies (in some run) is evaluable (no field it needs is missing in every run) and was
-    evaluated at least once. The reason names each that is not."""
+    applies (in some run) was evaluated at least once. The reason names each that was not,
+    with the fields it needs that some run lacked ("not checkable") or, if none, why no run
+    gave it data ("never checked")."""
     checked: dict[str, int] = {}
-    missing: dict[str, set[str] | None] = {}
+    missing: dict[str, set[str]] = {}
     applicable: set[str] = set()
     runs = 0
     for coverage in coverages:
@@ -674,8 +675,7 @@ def certificate(coverages: Iterable[dict[str, Coverage]]) -> tuple[bool, str]:
             checked[pid] = checked.get(pid, 0) + c.checked
             if c.applicable:
                 applicable.add(pid)
-                known = missing.get(pid)
-                missing[pid] = set(c.missing) if known is None else known & set(c.missing)
+                missing.setdefault(pid, set()).update(c.missing)
     if not runs:
         return False, "safety not established: no run"
     problems = []
