@@ -402,7 +402,9 @@ class SafetyMonitor:
     def _kip101_cuts(self, step: Mapping[str, Any], before: Mapping[str, Any] | None, obs: Mapping[str, Any]) -> None:
         """hw-truncation: a replica that truncates to its HW on restart or on becoming
         follower (TRUNC-HW-1, KIP-101) cuts records another ISR member may still hold; the
-        offsets cut are waived for SAFE-ACKED and SAFE-STRONG-ISR."""
+        offsets cut are waived for SAFE-ACKED and SAFE-STRONG-ISR. A follower that does not
+        report its HW is taken at its word: in those steps hw-truncation has no other
+        truncation."""
         if self.generation != "hw-truncation" or before is None:
             return
         old_reps, new_reps = before.get("replicas"), obs.get("replicas")
@@ -413,8 +415,8 @@ class SafetyMonitor:
             if not isinstance(old, _MAPPING) or not isinstance(new, _MAPPING):
                 continue
             l0, l1, hw = old.get("leo"), new.get("leo"), new.get("hw")
-            if not (_int(l0) and _int(l1) and _int(hw) and l1 < l0 and l1 == hw):
-                continue
+            if not (_int(l0) and _int(l1) and l1 < l0) or (_int(hw) and l1 != hw):
+                continue  # no truncation, or (where the HW is reported) not to the HW
             restarted = step.get("kind") == "restart" and step.get("replica") == name
             follows = any(old.get(f) != new.get(f) for f in ("role", "leader", "leader_epoch") if f in new)
             if restarted or follows:
@@ -587,10 +589,10 @@ class SafetyMonitor:
             return POWER_FAILURE
         reasons = {
             self._waived(first + i, divergence=i < len(theirs))
-            for i in range(len(ours))
-            if i >= len(theirs) or theirs[i] != ours[i]
+            for i in range(max(len(ours), len(theirs)))
+            if i >= len(theirs) or i >= len(ours) or theirs[i] != ours[i]
         }
-        return "" if "" in reasons else min(reasons)
+        return "" if not reasons or "" in reasons else min(reasons)
 
     def _acked(self, obs: Mapping[str, Any]) -> list[Finding]:
         if not self.committed:

@@ -430,3 +430,10 @@ def test_the_zoo_member_electing_uncleanly_when_disabled_fails_safety() -> None:
     fixture = next(f for f in bundled_fixtures() if f.id == "seed-08a-unclean-election-disabled")
     _, found = _drive(resolve("zoo:unclean-election-when-disabled"), [fixture])
     assert {"SAFE-LEADER-IN-ISR", "SAFE-ACKED"} <= _props(found)
+
+
+def test_a_leader_reporting_an_hw_past_its_log_is_judged_not_crashed_on() -> None:
+    """An ISR member holding more below the HW than the leader itself: a finding, not an error."""
+    leader = {"role": "leader", "leo": 1, "hw": 2, "log": ["a@0"]}
+    found = _monitor().observe({}, _obs(A=leader, B={"leo": 2, "log": ["a@0", "b@0"]}))
+    assert _props(found) == {"SAFE-HW-LE-LEO", "SAFE-STRONG-ISR"}
