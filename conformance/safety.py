@@ -424,13 +424,14 @@ class SafetyMonitor:
 
     def _waived(self, offset: int, divergence: bool = False) -> str:
         """Why a difference at ``offset`` is excused ("" if it is not). ``divergence``: an
-        ISR member holding *other* records than the leader (SAFE-STRONG-ISR), which after a
-        power failure only the epoch generations excuse: there the epoch-based truncation
-        (TRUNC-EPOCH-*) removes them; under hw-truncation nothing does (KIP-101), so only a
-        truncation to the HW that cut that offset excuses it."""
-        epochs = self.generation != "hw-truncation"
-        if self.lost_from is not None and offset >= self.lost_from and (epochs or not divergence):
-            return POWER_FAILURE
+        ISR member holding *other* records than the leader (SAFE-STRONG-ISR). After a power
+        failure, from the lowest offset lost on: under the epoch generations the epoch-based
+        truncation (TRUNC-EPOCH-*) removes them later; under hw-truncation nothing does, and
+        that is KIP-101's scenario 2."""
+        if self.lost_from is not None and offset >= self.lost_from:
+            # under hw-truncation a divergence after a power failure is KIP-101's scenario 2:
+            # the member that kept its records truncates to its HW, which leaves them
+            return KIP_101 if divergence and self.generation == "hw-truncation" else POWER_FAILURE
         for lo, hi in self.cuts:
             if lo <= offset < hi:
                 return KIP_101

@@ -254,7 +254,7 @@ def test_lai_5_is_what_keeps_strong_isr_on_five_of_them(monkeypatch: pytest.Monk
     [
         (["a", "x", "y"], 1, "leader-epoch", False),  # other records from the lost offset on: allowed
         (["a", "b", "y"], 1, "diverging-epoch", False),
-        (["a", "b", "y"], 1, "hw-truncation", True),  # ... where epoch truncation removes them
+        (["a", "b", "y"], 1, "hw-truncation", False),  # ... or keeps them: KIP-101 scenario 2
         (["a", "x", "y"], 2, "leader-epoch", True),  # a different record below the lost offset
         (["x", "b", "c"], 1, "leader-epoch", True),
         (["a"], 2, "leader-epoch", False),  # lacks records (a prefix): allowed after any power failure
@@ -268,7 +268,8 @@ def test_safe_strong_isr_after_a_power_failure(
     member_log: list[str], lost_from: int | None, generation: str, found: bool
 ) -> None:
     """SAFE-STRONG-ISR over observations: after a power failure an ISR member may lack
-    records, or (epoch generations) hold others from the lowest offset lost on; below it, never."""
+    records, or hold others from the lowest offset lost on (epoch truncation removes them
+    later; under hw-truncation it is KIP-101's divergence); below it, never."""
 
     def rep(role: str, log: list[str], hw: int) -> dict[str, object]:
         return {"online": True, "role": role, "leader_epoch": 1, "hw": hw, "leo": len(log), "log": log}
