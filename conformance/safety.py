@@ -252,8 +252,8 @@ class SafetyMonitor:
         """hw-truncation: the offset ranges where replicas held other records than an
         allowed unclean election's leader (nothing but epochs would remove them)."""
         self.waived: list[tuple[Finding, str]] = []
-        """Findings a waiver excused, with the waiver (``POWER_FAILURE``, ``KIP_101``): kept
-        so tests can see what was excused, and why."""
+        """Findings a waiver excused, with the waiver (``POWER_FAILURE``, ``KIP_101``,
+        ``UNCLEAN``): kept so tests and reports can see what was excused, and why."""
         self._pending: dict[str, tuple[str, list[tuple[int, str]] | None, int | None]] = {}
         """acks=all produce id -> (the replica it appended to, its records at their offsets
         if the log is reported, the end offset if the LEO is)."""
@@ -261,7 +261,9 @@ class SafetyMonitor:
         self._seen: set[str] = set()
         self._seen_replica: set[str] = set()
         self._observations = 0
-        self._refused = 0
+        self.refusals = 0
+        """How many steps the implementation refused (``refused``): a run made only of
+        refusals evaluates nothing, which ``coverage`` shows."""
 
     # --- the public surface -----------------------------------------------------------
 
@@ -283,8 +285,9 @@ class SafetyMonitor:
         return out
 
     def refused(self, step: Mapping[str, Any]) -> None:
-        """A step the implementation refused: it changed nothing, so nothing is checked."""
-        self._refused += 1
+        """A step the implementation refused: it changed nothing, so nothing is checked and
+        the history (the previous observation, what waits for an acknowledgement) stays."""
+        self.refusals += 1
 
     def coverage(self) -> dict[str, Coverage]:
         """Per property: how often it was evaluated, what it lacks, whether it applies."""
