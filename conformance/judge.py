@@ -99,7 +99,9 @@ class Watch:
     def __init__(self, description: Description, config: Config, check_shape: bool = True) -> None:
         self.description = description
         self.replicas = config.replicas
-        self.monitor = SafetyMonitor(config.replicas, config.generation.value)
+        self.monitor = SafetyMonitor(
+            config, description.field_set, description.replica_field_set, frozenset(description.steps)
+        )
         self.check_shape = check_shape
 
     def shape(self, raw: dict[str, Any]) -> str | None:
@@ -192,6 +194,8 @@ def judge(
             if answer.rejected is None and do["kind"] == "produce":
                 produced += 1
             if answer.rejected is not None or ps.rejected is not None:
+                if answer.rejected is not None:
+                    watch.monitor.refused(do)
                 if safety_only:
                     if answer.rejected is None:
                         observation = watch.accept(answer.observation, _at(fixture, fs), fs.number)

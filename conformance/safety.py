@@ -1,44 +1,183 @@
 """Safety: the spec's invariants, checked on an implementation's OWN observations.
 
-No reference is involved: after every step, the (normalised) observation is checked
-alone (state properties) and against the previous one (transition properties), with a
-small history (acknowledged and consumed records) carried along. Each property has an id
-in spec/replication.md ("Safety properties over observations") and is derived from an
-invariant there. A property is evaluated only on fields the implementation reports, and
-never where the spec lets the value legitimately change (a new epoch, a crash, a power
-failure, an unclean election): the reference passes every property on every fixture and on
-random runs in every generation (tests/test_safety.py), so a finding is never a false alarm
-caused by kconform's model.
+This module is the one definition of each safety property (spec/replication.md, "Safety
+properties over observations"). The reference is checked by it too, on
+``reference_impl.observe(state)`` (tests/test_safety.py); the reference's fast internal
+form (``reference_impl/invariants.py``) is proved to give the same verdicts on random runs
+(tests/test_invariants.py).
 
-Under ``hw-truncation`` two properties are not required (SAFE-STRONG-ISR, SAFE-ACKED):
-Kafka before 0.11 loses acknowledged writes (KIP-101), which is what that generation models.
+No reference is involved: after every step, the (normalised) observation is checked alone
+(state properties) and against the previous one (transition properties), with a small
+history carried along (acknowledged and consumed records, produces waiting for their
+acknowledgement, the offsets a power failure, an allowed unclean election or a KIP-101
+truncation gave up).
+
+Each property declares the observation fields it needs, the step kinds that make it
+applicable and the generations it holds in (``Property``). A monitor is told what the
+implementation reports and performs, counts how often each property was actually
+evaluated on data (``coverage``), and ``certificate`` says whether safety is *established*
+over a set of runs: every required, applicable property evaluable and evaluated at least
+once. An implementation that shows nothing proves nothing.
+
+Waivers are narrow, each with its Kafka source: an unclean election the config allows
+(``unclean.leader.election.enable``) gives up the acknowledged records that leader lacks; a
+power failure (``crash`` with ``unflushed_from`` below the LEO) gives up the offsets from the
+lowest one lost (Kafka does not fsync per write; KIP-966 for the unclean shutdown); under
+``hw-truncation`` a truncation to the HW on restart or on becoming follower gives up the
+offsets it cut (KIP-101), and nothing else.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-PROPERTIES: dict[str, str] = {
-    "SAFE-HW-LE-LEO": "on every replica hw <= leo (HwLeLeo)",
-    "SAFE-LOG-LEO": "on every replica the log holds leo - log_start records",
-    "SAFE-LEADER-HW-MONOTONIC": "a leader's hw never decreases while it stays leader, online, in one epoch "
-    "(LeaderHwMonotonic)",
-    "SAFE-EPOCHS-INCREASE": "the controller's epoch and each replica's known epoch never decrease (EpochsIncrease)",
-    "SAFE-ONE-LEADER": "no two online replicas lead the same epoch (OneLeaderPerEpoch)",
-    "SAFE-STRONG-ISR": "every online ISR member holds the current leader's records below the leader's hw (after a "
-    "power failure it may lack some, and hold others only from the lowest offset lost) (StrongIsr)",
-    "SAFE-ACKED": "records acknowledged to an acks=all producer or returned to a consumer stay in the current "
-    "leader's log at their offsets, unless an unclean election or a power failure happened (AckedNotLost)",
-    "SAFE-CONSUMER-BELOW-HW": "a consumer gets only records below the leader's hw (ConsumerBelowHw)",
-    "SAFE-EPOCH-CACHE": "epoch cache epochs and start offsets strictly increase, none starts past leo "
-    "(EpochCacheMonotonic)",
+from reference_impl import Config
+
+
+@dataclass(frozen=True)
+class Property:
+    """A safety property: its id, its text, what it needs to be evaluated."""
+
+    id: str
+    text: str
+    fields: frozenset[str] = frozenset()
+    """Top-level observation fields it reads."""
+    replica_fields: frozenset[str] = frozenset()
+    """Per-replica fields it reads."""
+    steps: frozenset[str] = frozenset()
+    """Applicable only to an implementation performing one of these step kinds (empty: any)."""
+    generations: frozenset[str] = frozenset()
+    """Applicable only under these generations (empty: every one)."""
+    required: bool = True
+    """Whether ``certificate`` needs it evaluated (where applicable)."""
+    unchecked: str = ""
+    """Why a run may never evaluate it although every field is reported."""
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _p(
+    id: str,
+    text: str,
+    fields: str = "",
+    replica_fields: str = "",
+    steps: str = "",
+    generations: str = "",
+    required: bool = True,
+    unchecked: str = "",
+) -> Property:
+    return Property(
+        id,
+        text,
+        frozenset(fields.split()),
+        frozenset(replica_fields.split()),
+        frozenset(steps.split()),
+        frozenset(generations.split()),
+        required,
+        unchecked,
+    )
+
+
+PROPERTIES: dict[str, Property] = {
+    p.id: p
+    for p in (
+        _p(
+            "SAFE-HW-LE-LEO",
+            "on every replica hw <= leo (HwLeLeo)",
+            replica_fields="hw leo",
+            unchecked="no replica reported hw and leo",
+        ),
+        _p(
+            "SAFE-LOG-LEO",
+            "on every replica the log holds leo - log_start records",
+            replica_fields="leo log",
+            unchecked="no replica reported leo and log",
+        ),
+        _p(
+            "SAFE-LEADER-HW-MONOTONIC",
+            "a leader's hw never decreases while it stays leader, online, in one epoch (LeaderHwMonotonic)",
+            replica_fields="online role leader_epoch hw",
+            unchecked="no replica stayed an online leader in one epoch over a step",
+        ),
+        _p(
+            "SAFE-EPOCHS-INCREASE",
+            "the controller's epoch and each replica's known epoch never decrease (EpochsIncrease)",
+            fields="leader_epoch",
+            unchecked="no two consecutive observations reported leader_epoch",
+        ),
+        _p(
+            "SAFE-ONE-LEADER",
+            "no two online replicas lead the same epoch (OneLeaderPerEpoch)",
+            replica_fields="online role leader_epoch",
+            unchecked="no observation reported every replica's online, role and leader_epoch",
+        ),
+        _p(
+            "SAFE-STRONG-ISR",
+            "every online ISR member holds the current leader's records below the leader's hw (StrongIsr); "
+            "waived: records a power failure lost, offsets a KIP-101 truncation cut (hw-truncation)",
+            fields="leader isr",
+            replica_fields="online role hw log",
+            unchecked="no observation had a current leader",
+        ),
+        _p(
+            "SAFE-ACKED",
+            "records acknowledged to an acks=all producer or returned to a consumer stay in the current "
+            "leader's log at their offsets (AckedNotLost); waived: what an allowed unclean election's leader "
+            "lacks, offsets from the lowest a power failure lost, offsets a KIP-101 truncation cut",
+            fields="leader producer",
+            replica_fields="online role log",
+            steps="produce",
+            unchecked="no acks=all produce was acknowledged",
+        ),
+        _p(
+            "SAFE-ACK-COMMITTED",
+            "an acks=all produce is acknowledged only once the leader's hw covers its records (PRODUCE-5)",
+            fields="producer",
+            replica_fields="leo hw",
+            steps="produce",
+            unchecked="no acks=all produce was acknowledged",
+        ),
+        _p(
+            "SAFE-ACK-MIN-ISR",
+            "an acks=all produce is acknowledged only while the ISR has at least min.insync.replicas "
+            "members (PRODUCE-2, PRODUCE-5)",
+            fields="producer isr",
+            replica_fields="leo",
+            steps="produce",
+            unchecked="no acks=all produce was acknowledged",
+        ),
+        _p(
+            "SAFE-LEADER-IN-ISR",
+            "a newly elected leader was in the ISR before the election; outside it only when unclean "
+            "election is enabled and no ISR member was live; a named (controlled) election never "
+            "(CTRL-ELECT-1/2/4)",
+            fields="leader isr",
+            steps="elect restart",
+            unchecked="no leader was elected",
+        ),
+        _p(
+            "SAFE-CONSUMER-BELOW-HW",
+            "a consumer gets only records below the leader's hw (ConsumerBelowHw)",
+            fields="leader consumer",
+            replica_fields="online role hw",
+            steps="consume",
+            unchecked="no consume returned records",
+        ),
+        _p(
+            "SAFE-EPOCH-CACHE",
+            "epoch cache epochs and start offsets strictly increase, none starts past leo (EpochCacheMonotonic)",
+            replica_fields="epoch_cache leo",
+            generations="leader-epoch diverging-epoch",
+            required=False,
+            unchecked="no replica reported a non-empty epoch_cache",
+        ),
+    )
 }
-_MAPPING = (dict, Mapping)
-"""``isinstance`` against this settles a plain dict (every decoded observation) without the
-slower abstract-class check."""
-WEAK_GENERATIONS: dict[str, frozenset[str]] = {"hw-truncation": frozenset({"SAFE-STRONG-ISR", "SAFE-ACKED"})}
+"""Every property by id (``str(PROPERTIES[id])`` and ``.text`` give its text)."""
 
 
 @dataclass(frozen=True)
@@ -50,111 +189,568 @@ class Finding:
         return f"{self.property}: {self.detail}"
 
 
-@dataclass
-class SafetyMonitor:
-    """Checks one run, step by step. Feed it every accepted step and its observation."""
+@dataclass(frozen=True)
+class Coverage:
+    """How one property fared over a run."""
 
-    replicas: Sequence[str]
-    generation: str
-    previous: dict[str, Any] | None = None
-    committed: dict[int, str] = field(default_factory=dict)
-    """offset -> ``value@epoch`` of every record acknowledged (acks=all) or consumed."""
-    guarantee_given_up: str = ""
-    """Why SAFE-ACKED no longer applies (an unclean election, a power failure)."""
-    lost_from: int | None = None
-    """The lowest offset a power failure lost records from (None before any): from there on
-    an ISR member may lack records, or hold others written since (SAFE-STRONG-ISR)."""
-    _pending: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
-    _acks_all: set[str] = field(default_factory=set)
+    checked: int
+    """How many times it was evaluated on data (not merely "no finding")."""
+    missing: tuple[str, ...]
+    """The fields it needs that the implementation does not report (``replicas.x`` for a
+    replica field), sorted."""
+    applicable: bool
+    """False when the implementation performs none of its step kinds or its generation is
+    not the run's."""
+
+
+POWER_FAILURE = "power failure"
+"""Waiver: records a power failure lost (CRASH-2; Kafka does not fsync per write, KIP-966)."""
+KIP_101 = "KIP-101"
+"""Waiver: hw-truncation, offsets a truncation to the HW cut (TRUNC-HW-1, KIP-101)."""
+
+UNCLEAN = "unclean election"
+"""Waiver: hw-truncation, offsets where replicas held other records than an allowed unclean
+election's leader (``unclean.leader.election.enable``)."""
+
+_MAPPING = (dict, Mapping)
+"""``isinstance`` against this settles a plain dict (every decoded observation) without the
+slower abstract-class check."""
+
+
+def _int(value: Any) -> TypeGuard[int]:
+    return value.__class__ is int or (isinstance(value, int) and not isinstance(value, bool))
+
+
+class SafetyMonitor:
+    """Checks one run, step by step: feed it every accepted step and its observation
+    (``observe``) and every refused step (``refused``).
+
+    ``fields``, ``replica_fields``, ``steps``: what the implementation declares it reports
+    and performs (None: everything, as the reference)."""
+
+    def __init__(
+        self,
+        config: Config,
+        fields: frozenset[str] | None = None,
+        replica_fields: frozenset[str] | None = None,
+        steps: frozenset[str] | None = None,
+    ) -> None:
+        self.config = config
+        self.generation = config.generation.value
+        self.fields = fields
+        self.replica_fields = replica_fields
+        self.steps = steps
+        self.previous: dict[str, Any] | None = None
+        self.committed: dict[int, str] = {}
+        """offset -> ``value@epoch`` of every record acknowledged (acks=all) or consumed and
+        still protected."""
+        self.lost_from: int | None = None
+        """The lowest offset a power failure lost records from (None before any)."""
+        self.cuts: list[tuple[int, int]] = []
+        """hw-truncation: the offset ranges a truncation to the HW cut (KIP-101)."""
+        self.unclean: list[tuple[int, int]] = []
+        """hw-truncation: the offset ranges where replicas held other records than an
+        allowed unclean election's leader (nothing but epochs would remove them)."""
+        self.waived: list[tuple[Finding, str]] = []
+        """Findings a waiver excused, with the waiver (``POWER_FAILURE``, ``KIP_101``,
+        ``UNCLEAN``): kept so tests and reports can see what was excused, and why."""
+        self._pending: dict[str, tuple[str, list[tuple[int, str]] | None, int | None]] = {}
+        """acks=all produce id -> (the replica it appended to, its records at their offsets
+        if the log is reported, the end offset if the LEO is)."""
+        self._checked: dict[str, int] = dict.fromkeys(PROPERTIES, 0)
+        self._seen: set[str] = set()
+        self._seen_replica: set[str] = set()
+        self._observations = 0
+        self.refusals = 0
+        """How many steps the implementation refused (``refused``): a run made only of
+        refusals evaluates nothing, which ``coverage`` shows."""
+
+    # --- the public surface -----------------------------------------------------------
 
     def observe(self, step: Mapping[str, Any], obs: Mapping[str, Any]) -> list[Finding]:
-        """The findings of this step (empty when every property holds)."""
+        """The findings of this step (empty when every property holds or is waived)."""
         before = self.previous
-        self._history(step, before, obs)
-        out = list(_state_findings(obs, self.replicas, self.lost_from))
+        self._note_fields(obs)
+        out: list[Finding] = []
+        out += self._elections(step, before, obs)
+        self._power_failure(step, before)
+        self._kip101_cuts(step, before, obs)
+        out += self._produces(step, before, obs)
+        out += self._consumed(step, obs)
+        out += self._state(obs)
         if before is not None:
-            out += _transition_findings(before, obs)
-        if step.get("kind") == "consume":
-            out += _consumer_findings(obs)
-        out += self._acked_findings(obs)
-        weak = WEAK_GENERATIONS.get(self.generation, frozenset())
+            out += self._transition(before, obs)
+        out += self._acked(obs)
         self.previous = dict(obs)
-        return [f for f in out if f.property not in weak]
+        return out
 
-    # --- history: what was acknowledged or consumed -------------------------------------
+    def refused(self, step: Mapping[str, Any]) -> None:
+        """A step the implementation refused: it changed nothing, so nothing is checked and
+        the history (the previous observation, what waits for an acknowledgement) stays."""
+        self.refusals += 1
 
-    def _history(self, step: Mapping[str, Any], before: Mapping[str, Any] | None, obs: Mapping[str, Any]) -> None:
-        kind = step.get("kind")
-        unflushed_from = step.get("unflushed_from") if kind == "crash" else None
-        if _int(unflushed_from):
-            self.guarantee_given_up = self.guarantee_given_up or "a power failure (crash with unflushed_from)"
-            leo = _reported_leo(before, step.get("replica"))
-            lost = leo is None or unflushed_from < leo  # nothing lost when it had flushed all
-            if lost and (self.lost_from is None or unflushed_from < self.lost_from):
-                self.lost_from = unflushed_from
-        if kind in ("elect", "restart") and before is not None:  # a restart may elect (RESTART-2)
-            leader = obs.get("leader")
-            isr_before = before.get("isr")
-            if leader is not None and isinstance(isr_before, list) and leader not in isr_before:
-                self.guarantee_given_up = self.guarantee_given_up or f"an unclean election of {leader}"
-        if kind == "produce" and before is not None and step.get("id") is not None:
+    def coverage(self) -> dict[str, Coverage]:
+        """Per property: how often it was evaluated, what it lacks, whether it applies."""
+        out = {}
+        for pid, prop in PROPERTIES.items():
+            applicable = (not prop.generations or self.generation in prop.generations) and (
+                not prop.steps or self.steps is None or bool(prop.steps & self.steps)
+            )
+            out[pid] = Coverage(self._checked[pid], self._missing(prop), applicable)
+        return out
+
+    # --- fields -----------------------------------------------------------------------
+
+    def _note_fields(self, obs: Mapping[str, Any]) -> None:
+        self._observations += 1
+        self._seen.update(k for k, v in obs.items() if v is not None or k == "consumer")
+        reps = obs.get("replicas")
+        if isinstance(reps, _MAPPING):
+            for rep in reps.values():
+                if isinstance(rep, _MAPPING):
+                    self._seen_replica.update(rep)
+
+    def _missing(self, prop: Property) -> tuple[str, ...]:
+        """Needed fields not declared, or (once something was observed) never reported."""
+
+        def lacks(name: str, declared: frozenset[str] | None, seen: set[str]) -> bool:
+            return (declared is not None and name not in declared) or (self._observations > 0 and name not in seen)
+
+        top = {f for f in prop.fields if lacks(f, self.fields, self._seen)}
+        reps = {f for f in prop.replica_fields if lacks(f, self.replica_fields, self._seen_replica)}
+        if prop.replica_fields and lacks("replicas", self.fields, self._seen):
+            top.add("replicas")
+        return tuple(sorted(top)) + tuple(sorted(f"replicas.{f}" for f in reps))
+
+    def _count(self, pid: str) -> None:
+        self._checked[pid] += 1
+
+    # --- history: elections, power failures, KIP-101 truncations ------------------------
+
+    def _elections(
+        self, step: Mapping[str, Any], before: Mapping[str, Any] | None, obs: Mapping[str, Any]
+    ) -> list[Finding]:
+        """SAFE-LEADER-IN-ISR, and the SAFE-ACKED waiver of an allowed unclean election."""
+        if before is None:
+            return []
+        leader, old_leader, isr = obs.get("leader"), before.get("leader"), before.get("isr")
+        if leader is None or not isinstance(isr, list) or "leader" not in before:
+            return []
+        e0, e1 = before.get("leader_epoch"), obs.get("leader_epoch")
+        if leader == old_leader and not (_int(e0) and _int(e1) and e1 > e0):
+            return []
+        self._count("SAFE-LEADER-IN-ISR")
+        if leader in isr:
+            return []
+        named = step.get("kind") == "elect" and step.get("leader") is not None
+        if named:
+            why = f"the controlled election of {leader} picked a replica outside the ISR {isr}"
+        elif not self.config.unclean_leader_election:
+            why = f"{leader} was elected from outside the ISR {isr} with unclean.leader.election.enable off"
+        else:
+            live = [m for m in isr if (_replica(before, m) or {}).get("online") is True]
+            if not live:
+                self._unclean(str(leader), before, obs)
+                return []
+            why = f"unclean election of {leader} while ISR member(s) {', '.join(map(str, live))} were live"
+        return [Finding("SAFE-LEADER-IN-ISR", why)]
+
+    def _unclean(self, leader: str, before: Mapping[str, Any], obs: Mapping[str, Any]) -> None:
+        """An unclean election the config allows gives up what its leader lacks
+        (``unclean.leader.election.enable``): those records are no longer protected. Under
+        hw-truncation the other replicas keep the records they hold where the new leader's
+        log differs (a follower truncates to its HW, or to the leader's LEO when out of
+        range, FOLLOWER-OOR-1, never by epoch): those offsets are waived too."""
+        rep = _replica(obs, leader)
+        log = rep.get("log") if rep is not None else None
+        if not isinstance(log, list):
+            self.committed.clear()
+            return
+        start = _start(rep or {})
+        for offset, record in list(self.committed.items()):
+            if not (start <= offset < start + len(log) and log[offset - start] == record):
+                del self.committed[offset]
+        if self.generation != "hw-truncation":
+            return
+        reps = before.get("replicas")
+        for name, other in reps.items() if isinstance(reps, _MAPPING) else ():
+            theirs = other.get("log") if isinstance(other, _MAPPING) and name != leader else None
+            if not isinstance(theirs, list):
+                continue
+            ostart = _start(other)
+            first = max(start, ostart)
+            end = ostart + len(theirs)
+            differ = [o for o in range(first, end) if o >= start + len(log) or log[o - start] != theirs[o - ostart]]
+            if differ:
+                self.unclean.append((differ[0], end))
+
+    def _power_failure(self, step: Mapping[str, Any], before: Mapping[str, Any] | None) -> None:
+        """A ``crash`` with ``unflushed_from`` below the LEO the broker last reported lost
+        records (CRASH-2): from there on SAFE-ACKED and SAFE-STRONG-ISR are waived. One at
+        the LEO lost nothing and waives nothing."""
+        unflushed_from = step.get("unflushed_from") if step.get("kind") == "crash" else None
+        if not _int(unflushed_from):
+            return
+        rep = _replica(before, step.get("replica")) if before is not None else None
+        leo = rep.get("leo") if rep is not None else None
+        if _int(leo) and unflushed_from >= leo:
+            return
+        if not _int(leo):
+            log = rep.get("log") if rep is not None else None
+            if isinstance(log, list) and unflushed_from >= _start(rep or {}) + len(log):
+                return
+        if self.lost_from is None or unflushed_from < self.lost_from:
+            self.lost_from = unflushed_from
+
+    def _kip101_cuts(self, step: Mapping[str, Any], before: Mapping[str, Any] | None, obs: Mapping[str, Any]) -> None:
+        """hw-truncation: a replica that truncates to its HW on restart or on becoming
+        follower (TRUNC-HW-1, KIP-101) cuts records another ISR member may still hold; the
+        offsets cut are waived for SAFE-ACKED and SAFE-STRONG-ISR. A follower that does not
+        report its HW is taken at its word: in those steps hw-truncation has no other
+        truncation."""
+        if self.generation != "hw-truncation" or before is None:
+            return
+        old_reps, new_reps = before.get("replicas"), obs.get("replicas")
+        if not isinstance(old_reps, _MAPPING) or not isinstance(new_reps, _MAPPING):
+            return
+        for name, new in new_reps.items():
+            old = old_reps.get(name)
+            if not isinstance(old, _MAPPING) or not isinstance(new, _MAPPING):
+                continue
+            l0, l1, hw = old.get("leo"), new.get("leo"), new.get("hw")
+            if not (_int(l0) and _int(l1) and l1 < l0) or (_int(hw) and l1 != hw):
+                continue  # no truncation, or (where the HW is reported) not to the HW
+            restarted = step.get("kind") == "restart" and step.get("replica") == name
+            follows = any(old.get(f) != new.get(f) for f in ("role", "leader", "leader_epoch") if f in new)
+            if restarted or follows:
+                self.cuts.append((l1, l0))
+
+    def _waived(self, offset: int, divergence: bool = False) -> str:
+        """Why a difference at ``offset`` is excused ("" if it is not). ``divergence``: an
+        ISR member holding *other* records than the leader (SAFE-STRONG-ISR). After a power
+        failure, from the lowest offset lost on: under the epoch generations the epoch-based
+        truncation (TRUNC-EPOCH-*) removes them later; under hw-truncation nothing does, and
+        that is KIP-101's scenario 2."""
+        if self.lost_from is not None and offset >= self.lost_from:
+            # under hw-truncation a divergence after a power failure is KIP-101's scenario 2:
+            # the member that kept its records truncates to its HW, which leaves them
+            return KIP_101 if divergence and self.generation == "hw-truncation" else POWER_FAILURE
+        for lo, hi in self.cuts:
+            if lo <= offset < hi:
+                return KIP_101
+        for lo, hi in self.unclean:
+            if lo <= offset < hi:
+                return UNCLEAN
+        return ""
+
+    # --- produces and consumes: what is acknowledged, and when ---------------------------
+
+    def _produces(
+        self, step: Mapping[str, Any], before: Mapping[str, Any] | None, obs: Mapping[str, Any]
+    ) -> list[Finding]:
+        acks_all = str(step.get("acks", "all")) == "all"
+        if step.get("kind") == "produce" and before is not None and step.get("id") is not None and acks_all:
             appended = _appended(before, obs, step)
-            if appended is not None and str(step.get("acks", "all")) == "all":
+            if appended is not None:
                 self._pending[str(step["id"])] = appended
-                self._acks_all.add(str(step["id"]))
         producer = obs.get("producer")
-        if isinstance(producer, _MAPPING):
-            for pid, records in list(self._pending.items()):
-                if producer.get(pid) == "acked":
-                    for offset, record in records:
-                        self.committed.setdefault(offset, record)
-                    del self._pending[pid]
-        consumer = obs.get("consumer")
-        if kind == "consume" and isinstance(consumer, _MAPPING) and isinstance(consumer.get("records"), list):
-            offset = consumer.get("offset") or 0
-            for i, record in enumerate(consumer["records"]):
-                self.committed.setdefault(offset + i, record)
+        if not isinstance(producer, _MAPPING) or not self._pending:
+            return []
+        out: list[Finding] = []
+        for pid, (target, records, end) in list(self._pending.items()):
+            status = producer.get(pid)
+            if status is None or status == "pending":
+                continue
+            del self._pending[pid]
+            if status != "acked":
+                continue
+            for offset, record in records or ():
+                self.committed[offset] = record
+            out += self._ack_checks(pid, target, end, before, obs)
+        return out
 
-    def _acked_findings(self, obs: Mapping[str, Any]) -> list[Finding]:
-        if self.guarantee_given_up or not self.committed:
+    def _ack_checks(
+        self, pid: str, target: str, end: int | None, before: Mapping[str, Any] | None, obs: Mapping[str, Any]
+    ) -> list[Finding]:
+        out = []
+        rep = _replica(obs, target)
+        hw = rep.get("hw") if rep is not None else None
+        if end is not None and _int(hw):
+            self._count("SAFE-ACK-COMMITTED")
+            if hw < end:
+                out.append(
+                    Finding("SAFE-ACK-COMMITTED", f"{pid} acknowledged with {target}'s hw={hw} below its end {end}")
+                )
+        isr, old = obs.get("isr"), before.get("isr") if before is not None else None
+        if isinstance(isr, list):
+            # The ack happened inside the step: with the ISR before it, after it, or one in
+            # between (a tick may shrink it twice); only both below the minimum is certain.
+            self._count("SAFE-ACK-MIN-ISR")
+            need = self.config.min_insync_replicas
+            if _maximal(obs, isr) < need and (not isinstance(old, list) or _maximal(before or {}, old) < need):
+                out.append(
+                    Finding("SAFE-ACK-MIN-ISR", f"{pid} acknowledged with ISR {isr} below min.insync.replicas={need}")
+                )
+        return out
+
+    def _consumed(self, step: Mapping[str, Any], obs: Mapping[str, Any]) -> list[Finding]:
+        """SAFE-CONSUMER-BELOW-HW; and the records a consumer got become protected."""
+        consumer = obs.get("consumer")
+        if step.get("kind") != "consume" or not isinstance(consumer, _MAPPING):
+            return []
+        records = consumer.get("records")
+        if not isinstance(records, list) or not records:
+            return []
+        offset = consumer.get("offset") or 0
+        for i, record in enumerate(records):
+            self.committed.setdefault(offset + i, record)
+        leader = _current_leader(obs)
+        hw = leader[1].get("hw") if leader is not None else None
+        if not _int(hw):
+            return []
+        self._count("SAFE-CONSUMER-BELOW-HW")
+        end = offset + len(records)
+        if end > hw:
+            return [Finding("SAFE-CONSUMER-BELOW-HW", f"consumer got offsets {offset}..{end - 1} with leader hw={hw}")]
+        return []
+
+    # --- state properties ----------------------------------------------------------------
+
+    def _state(self, obs: Mapping[str, Any]) -> list[Finding]:
+        reps = obs.get("replicas")
+        reps = reps if isinstance(reps, _MAPPING) else {}
+        out = list(self._per_replica(reps))
+        out += _one_leader(reps, self._count)
+        out += self._strong_isr(obs, reps)
+        return out
+
+    def _per_replica(self, reps: Mapping[str, Any]) -> Iterator[Finding]:
+        hw_leo = log_leo = cache_seen = False
+        for name, rep in reps.items():
+            if not isinstance(rep, _MAPPING):
+                continue
+            hw, leo, log = rep.get("hw"), rep.get("leo"), rep.get("log")
+            if _int(leo) and _int(hw):
+                hw_leo = True
+                if hw > leo:
+                    yield Finding("SAFE-HW-LE-LEO", f"{name} hw={hw} > leo={leo}")
+            if _int(leo) and isinstance(log, list):
+                log_leo = True
+                if len(log) != leo - _start(rep):
+                    yield Finding(
+                        "SAFE-LOG-LEO", f"{name} leo={leo} but its log has {len(log)} records from {_start(rep)}"
+                    )
+            cache = rep.get("epoch_cache")
+            if isinstance(cache, list) and cache and _pairs(cache):
+                cache_seen = True
+                if not _strictly_increasing(cache):
+                    yield Finding("SAFE-EPOCH-CACHE", f"{name} epoch cache {cache} does not strictly increase")
+                elif _int(leo) and cache[-1][1] > leo:
+                    yield Finding("SAFE-EPOCH-CACHE", f"{name} epoch cache entry {cache[-1]} starts past leo={leo}")
+        for pid, seen in (("SAFE-HW-LE-LEO", hw_leo), ("SAFE-LOG-LEO", log_leo), ("SAFE-EPOCH-CACHE", cache_seen)):
+            if seen:
+                self._count(pid)
+
+    def _strong_isr(self, obs: Mapping[str, Any], reps: Mapping[str, Any]) -> list[Finding]:
+        leader = _current_leader(obs)
+        isr = obs.get("isr")
+        if leader is None or not isinstance(isr, list):
+            return []
+        lname, lrep = leader
+        hw, log = lrep.get("hw"), lrep.get("log")
+        if not (_int(hw) and isinstance(log, list) and "online" in lrep and "role" in lrep):
+            return []
+        self._count("SAFE-STRONG-ISR")
+        out = []
+        for member in isr:
+            mrep = reps.get(member) if member != lname else None
+            if not isinstance(mrep, _MAPPING) or mrep.get("online") is not True:
+                continue
+            mlog = mrep.get("log")
+            if not isinstance(mlog, list):
+                continue
+            lstart, mstart = _start(lrep), _start(mrep)
+            first = max(lstart, mstart)  # nothing is compared below a log start
+            theirs, ours = mlog[first - mstart : hw - mstart], log[first - lstart : hw - lstart]
+            if first >= hw or theirs == ours:
+                continue
+            finding = Finding(
+                "SAFE-STRONG-ISR", f"ISR member {member} has {theirs} below leader {lname}'s hw={hw}, the leader {ours}"
+            )
+            why = self._isr_difference_waived(first, theirs, ours)
+            if why:
+                self.waived.append((finding, why))
+            else:
+                out.append(finding)
+        return out
+
+    def _isr_difference_waived(self, first: int, theirs: list[Any], ours: list[Any]) -> str:
+        """Why an ISR member's difference from the leader is excused ("" if it is not).
+        After a power failure a member may lack the leader's records (a prefix of them: it
+        lost its unflushed tail and is still in the ISR, Kafka's unclean shutdown, KIP-966);
+        other differences only at waived offsets (``_waived``)."""
+        if self.lost_from is not None and len(theirs) < len(ours) and ours[: len(theirs)] == theirs:
+            return POWER_FAILURE
+        reasons = {
+            self._waived(first + i, divergence=i < len(theirs))
+            for i in range(max(len(ours), len(theirs)))
+            if i >= len(theirs) or i >= len(ours) or theirs[i] != ours[i]
+        }
+        return "" if not reasons or "" in reasons else min(reasons)
+
+    def _acked(self, obs: Mapping[str, Any]) -> list[Finding]:
+        if not self.committed:
             return []
         leader = _current_leader(obs)
         if leader is None:
             return []
         name, rep = leader
         log = rep.get("log")
-        if not isinstance(log, list):
+        if not isinstance(log, list) or "online" not in rep or "role" not in rep:
             return []
+        self._count("SAFE-ACKED")
         start = _start(rep)
         out = []
         for offset, record in sorted(self.committed.items()):
             have = log[offset - start] if start <= offset < start + len(log) else None
-            if have != record:
-                out.append(
-                    Finding(
-                        "SAFE-ACKED",
-                        f"{record} at offset {offset} was acknowledged or consumed, but leader {name} has "
-                        f"{have or 'nothing'} there",
-                    )
-                )
+            if have == record:
+                continue
+            finding = Finding(
+                "SAFE-ACKED",
+                f"{record} at offset {offset} was acknowledged or consumed; leader {name} has {have or 'nothing'}",
+            )
+            why = self._waived(offset)
+            if why:
+                self.waived.append((finding, why))
+            else:
+                out.append(finding)
         return out
+
+    # --- transition properties ---------------------------------------------------------
+
+    def _transition(self, before: Mapping[str, Any], obs: Mapping[str, Any]) -> list[Finding]:
+        out = []
+        e0, e1 = before.get("leader_epoch"), obs.get("leader_epoch")
+        epochs = _int(e0) and _int(e1)
+        if _int(e0) and _int(e1) and e1 < e0:
+            out.append(Finding("SAFE-EPOCHS-INCREASE", f"controller epoch {e0} -> {e1}"))
+        monotonic = False
+        old_reps, new_reps = before.get("replicas"), obs.get("replicas")
+        if isinstance(old_reps, _MAPPING) and isinstance(new_reps, _MAPPING):
+            for name, old in old_reps.items():
+                new = new_reps.get(name)
+                if not isinstance(old, _MAPPING) or not isinstance(new, _MAPPING):
+                    continue
+                a, b = old.get("leader_epoch"), new.get("leader_epoch")
+                if _int(a) and _int(b):
+                    epochs = True
+                    if b < a:
+                        out.append(Finding("SAFE-EPOCHS-INCREASE", f"{name} epoch {a} -> {b}"))
+                same_term = (
+                    old.get("online") is True
+                    and new.get("online") is True
+                    and old.get("role") == "leader"
+                    and new.get("role") == "leader"
+                    and _int(a)
+                    and a == b
+                )
+                h0, h1 = old.get("hw"), new.get("hw")
+                if same_term and _int(h0) and _int(h1):
+                    monotonic = True
+                    if h1 < h0:
+                        out.append(Finding("SAFE-LEADER-HW-MONOTONIC", f"leader {name} hw {h0} -> {h1} in epoch {a}"))
+        if epochs:
+            self._count("SAFE-EPOCHS-INCREASE")
+        if monotonic:
+            self._count("SAFE-LEADER-HW-MONOTONIC")
+        return out
+
+
+def certificate(coverages: Iterable[dict[str, Coverage]]) -> tuple[bool, str]:
+    """Whether safety is established over a set of runs: every required property that
+    applies (in some run) was evaluated at least once. The reason names each that was not,
+    with the fields it needs that some run lacked ("not checkable") or, if none, why no run
+    gave it data ("never checked")."""
+    checked: dict[str, int] = {}
+    missing: dict[str, set[str]] = {}
+    applicable: set[str] = set()
+    runs = 0
+    for coverage in coverages:
+        runs += 1
+        for pid, c in coverage.items():
+            checked[pid] = checked.get(pid, 0) + c.checked
+            if c.applicable:
+                applicable.add(pid)
+                missing.setdefault(pid, set()).update(c.missing)
+    if not runs:
+        return False, "safety not established: no run"
+    problems = []
+    for pid, prop in PROPERTIES.items():
+        if not prop.required or pid not in applicable or checked.get(pid, 0):
+            continue
+        lacks = sorted(missing.get(pid) or ())
+        if lacks:
+            top = [f for f in lacks if not f.startswith("replicas.")]
+            reps = [f.removeprefix("replicas.") for f in lacks if f.startswith("replicas.")]
+            parts = ([f"missing fields: {', '.join(top)}"] if top else []) + (
+                [f"missing replica fields: {', '.join(reps)}"] if reps else []
+            )
+            problems.append(f"{pid} not checkable ({'; '.join(parts)})")
+        else:
+            problems.append(f"{pid} never checked ({prop.unchecked})")
+    if problems:
+        return False, "safety not established: " + "; ".join(problems)
+    required = sorted(p for p in applicable if PROPERTIES[p].required)
+    return True, f"safety established: {len(required)} properties checked ({', '.join(required)})"
+
+
+# --- helpers over observations -------------------------------------------------------------
 
 
 def _appended(
     before: Mapping[str, Any], obs: Mapping[str, Any], step: Mapping[str, Any]
-) -> list[tuple[int, str]] | None:
-    """The records a produce step appended: the tail the leader's log grew by."""
+) -> tuple[str, list[tuple[int, str]] | None, int | None] | None:
+    """What a produce step appended: (the replica, its records at their offsets when logs
+    are reported, the end offset when LEOs are); None if nothing was."""
     target = step.get("to") or obs.get("leader")
-    old = _replica(before, target)
-    new = _replica(obs, target)
-    if old is None or new is None or not isinstance(old.get("log"), list) or not isinstance(new.get("log"), list):
+    old, new = _replica(before, target), _replica(obs, target)
+    if old is None or new is None:
         return None
     values = list(step.get("values") or [])
-    grown = new["log"][len(old["log"]) :]
-    if len(grown) != len(values) or [str(r).rsplit("@", 1)[0] for r in grown] != values:
+    records: list[tuple[int, str]] | None = None
+    end: int | None = None
+    l0, l1 = old.get("leo"), new.get("leo")
+    if _int(l0) and _int(l1):
+        if l1 - l0 != len(values) or not values:
+            return None
+        end = l1
+    if isinstance(old.get("log"), list) and isinstance(new.get("log"), list):
+        grown = new["log"][len(old["log"]) :]
+        if len(grown) != len(values) or [str(r).rsplit("@", 1)[0] for r in grown] != values:
+            return None
+        base = _start(new) + len(old["log"])
+        records = [(base + i, r) for i, r in enumerate(grown)]
+        end = base + len(grown) if end is None else end
+    if records is None and end is None:
         return None
-    base = _start(new) + len(old["log"])
-    return [(base + i, r) for i, r in enumerate(grown)]
+    return str(target), records, end
+
+
+_PROPOSED = re.compile(r"AlterPartition\(.*isr=\[([^\]]*)\]")
+
+
+def _maximal(obs: Mapping[str, Any], isr: list[Any]) -> int:
+    """The size of the maximal ISR (diverging-epoch, ISR-ALTER-1): the ISR with the members
+    an AlterPartition in flight proposes to add (``Partition.maximalIsr``; the acks=all
+    minimum is checked against it, PRODUCE-5)."""
+    members = set(isr)
+    in_flight = obs.get("in_flight")
+    proposals = in_flight.get("alter_partitions") if isinstance(in_flight, _MAPPING) else None
+    for line in proposals if isinstance(proposals, list) else ():
+        found = _PROPOSED.search(str(line))
+        if found and found.group(1):
+            members.update(found.group(1).split(","))
+    return len(members)
 
 
 def _start(rep: Mapping[str, Any]) -> int:
@@ -163,8 +759,8 @@ def _start(rep: Mapping[str, Any]) -> int:
     return start if _int(start) else 0
 
 
-def _replica(obs: Mapping[str, Any], name: Any) -> dict[str, Any] | None:
-    reps = obs.get("replicas")
+def _replica(obs: Mapping[str, Any] | None, name: Any) -> dict[str, Any] | None:
+    reps = obs.get("replicas") if obs is not None else None
     if not isinstance(reps, _MAPPING) or name is None:
         return None
     rep = reps.get(name)
@@ -185,10 +781,6 @@ def _current_leader(obs: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None
     return str(name), rep
 
 
-def _int(value: Any) -> TypeGuard[int]:
-    return value.__class__ is int or (isinstance(value, int) and not isinstance(value, bool))
-
-
 def _pairs(cache: list[Any]) -> bool:
     """Whether every epoch cache entry is an ``[epoch, start offset]`` pair."""
     return all(isinstance(entry, list) and len(entry) == 2 for entry in cache)
@@ -203,111 +795,22 @@ def _strictly_increasing(cache: list[list[Any]]) -> bool:
     return True
 
 
-def _state_findings(obs: Mapping[str, Any], replicas: Sequence[str], lost_from: int | None = None) -> Iterator[Finding]:
-    reps = obs.get("replicas")
-    reps = reps if isinstance(reps, _MAPPING) else {}
-    for name, rep in reps.items():
-        if not isinstance(rep, _MAPPING):
-            continue
-        hw, leo, log = rep.get("hw"), rep.get("leo"), rep.get("log")
-        if _int(leo) and _int(hw) and hw > leo:
-            yield Finding("SAFE-HW-LE-LEO", f"{name} hw={hw} > leo={leo}")
-        if _int(leo) and isinstance(log, list) and len(log) != leo - _start(rep):
-            yield Finding("SAFE-LOG-LEO", f"{name} leo={leo} but its log has {len(log)} records from {_start(rep)}")
-        cache = rep.get("epoch_cache")
-        if isinstance(cache, list) and cache and _pairs(cache):
-            if not _strictly_increasing(cache):
-                yield Finding("SAFE-EPOCH-CACHE", f"{name} epoch cache {cache} does not strictly increase")
-            elif _int(leo) and cache[-1][1] > leo:
-                yield Finding("SAFE-EPOCH-CACHE", f"{name} epoch cache entry {cache[-1]} starts past leo={leo}")
+def _one_leader(reps: Mapping[str, Any], count: Any) -> list[Finding]:
+    """SAFE-ONE-LEADER, evaluated when every replica reports online, role and leader_epoch."""
+    rows = [(name, rep) for name, rep in reps.items() if isinstance(rep, _MAPPING)]
+    if not rows or not all("online" in r and "role" in r and "leader_epoch" in r for _, r in rows):
+        return []
+    count("SAFE-ONE-LEADER")
     leaders: dict[Any, str] = {}
-    for name, rep in reps.items():
-        if not isinstance(rep, _MAPPING) or rep.get("role") != "leader" or rep.get("online") is False:
-            continue
-        if "online" not in rep or "leader_epoch" not in rep:
+    out = []
+    for name, rep in rows:
+        if rep.get("role") != "leader" or rep.get("online") is not True:
             continue
         epoch = rep["leader_epoch"]
         if epoch in leaders:
-            yield Finding("SAFE-ONE-LEADER", f"{leaders[epoch]} and {name} both lead epoch {epoch}")
+            out.append(Finding("SAFE-ONE-LEADER", f"{leaders[epoch]} and {name} both lead epoch {epoch}"))
         leaders[epoch] = str(name)
-    leader = _current_leader(obs)
-    isr = obs.get("isr")
-    if leader is not None and isinstance(isr, list):
-        lname, lrep = leader
-        hw, log = lrep.get("hw"), lrep.get("log")
-        if _int(hw) and isinstance(log, list) and "online" in lrep and "role" in lrep:
-            for member in isr:
-                mrep = reps.get(member) if member != lname else None
-                if not isinstance(mrep, _MAPPING) or mrep.get("online") is not True:
-                    continue
-                mlog = mrep.get("log")
-                if not isinstance(mlog, list):
-                    continue
-                lstart, mstart = _start(lrep), _start(mrep)
-                first = max(lstart, mstart)  # nothing is compared below a log start
-                theirs, ours = mlog[first - mstart : hw - mstart], log[first - lstart : hw - lstart]
-                if first < hw and theirs != ours and not _lost_since(lost_from, first, theirs, ours):
-                    yield Finding(
-                        "SAFE-STRONG-ISR",
-                        f"ISR member {member} has {theirs} below leader {lname}'s hw={hw}, the leader {ours}",
-                    )
+    return out
 
 
-def _reported_leo(obs: Mapping[str, Any] | None, name: Any) -> int | None:
-    """The LEO ``obs`` reports for replica ``name``, if it does."""
-    reps = obs.get("replicas") if obs is not None else None
-    rep = reps.get(name) if isinstance(reps, _MAPPING) else None
-    leo = rep.get("leo") if isinstance(rep, _MAPPING) else None
-    return leo if _int(leo) else None
-
-
-def _lost_since(lost_from: int | None, first: int, theirs: list[Any], ours: list[Any]) -> bool:
-    """After a power failure (records lost from offset ``lost_from``) an ISR member may
-    lack the leader's records (a prefix of them) or, from ``lost_from`` on, hold others
-    (written over the lost tail since); below ``lost_from`` it must hold the leader's."""
-    if lost_from is None:
-        return False
-    if len(theirs) < len(ours) and ours[: len(theirs)] == theirs:
-        return True
-    keep = max(0, lost_from - first)
-    return theirs[:keep] == ours[:keep]
-
-
-def _transition_findings(before: Mapping[str, Any], obs: Mapping[str, Any]) -> Iterator[Finding]:
-    e0, e1 = before.get("leader_epoch"), obs.get("leader_epoch")
-    if _int(e0) and _int(e1) and e1 < e0:
-        yield Finding("SAFE-EPOCHS-INCREASE", f"controller epoch {e0} -> {e1}")
-    old_reps, new_reps = before.get("replicas"), obs.get("replicas")
-    if not isinstance(old_reps, _MAPPING) or not isinstance(new_reps, _MAPPING):
-        return
-    for name, old in old_reps.items():
-        new = new_reps.get(name)
-        if not isinstance(old, _MAPPING) or not isinstance(new, _MAPPING):
-            continue
-        a, b = old.get("leader_epoch"), new.get("leader_epoch")
-        if _int(a) and _int(b) and b < a:
-            yield Finding("SAFE-EPOCHS-INCREASE", f"{name} epoch {a} -> {b}")
-        same_term = (
-            old.get("online") is True
-            and new.get("online") is True
-            and old.get("role") == "leader"
-            and new.get("role") == "leader"
-            and _int(a)
-            and a == b
-        )
-        h0, h1 = old.get("hw"), new.get("hw")
-        if same_term and _int(h0) and _int(h1) and h1 < h0:
-            yield Finding("SAFE-LEADER-HW-MONOTONIC", f"leader {name} hw {h0} -> {h1} in epoch {a}")
-
-
-def _consumer_findings(obs: Mapping[str, Any]) -> list[Finding]:
-    consumer = obs.get("consumer")
-    leader = _current_leader(obs)
-    if not isinstance(consumer, _MAPPING) or leader is None or not isinstance(consumer.get("records"), list):
-        return []
-    hw = leader[1].get("hw")
-    offset = consumer.get("offset") or 0
-    end = offset + len(consumer["records"])
-    if _int(hw) and consumer["records"] and end > hw:
-        return [Finding("SAFE-CONSUMER-BELOW-HW", f"consumer got offsets {offset}..{end - 1} with leader hw={hw}")]
-    return []
+__all__ = ["PROPERTIES", "Coverage", "Finding", "Property", "SafetyMonitor", "certificate"]

@@ -1,64 +1,97 @@
-"""Safety properties over observations: no false alarm on the reference, and each property
-catches what it names (and lets through what the spec allows)."""
+"""Safety properties over observations: no false alarm on the reference, each property
+catches what it names (and lets through only what the spec waives), and the certificate
+refuses an implementation that shows too little to check."""
 
 from __future__ import annotations
 
 import random
+import re
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
+from helpers import bundled_fixtures
 
-from conformance.fixtures import load_fixtures
-from conformance.paths import FIXTURES_DIR
-from conformance.safety import PROPERTIES, SafetyMonitor
+import reference_impl
+from conformance.adapter import Adapter, Description
+from conformance.distribution import RandomChooser, draw_config, draw_steps
+from conformance.fixtures import Fixture
+from conformance.in_process import FunctionAdapter, ReferenceAdapter, StepRefused
+from conformance.paths import SCHEMA_DIR
+from conformance.registry import resolve
+from conformance.safety import (
+    KIP_101,
+    PROPERTIES,
+    Coverage,
+    Finding,
+    Property,
+    SafetyMonitor,
+    certificate,
+)
 from conformance.wire import wire_step
-from reference_impl import Config, Generation, StepRejected, apply, enabled_steps, initial_state, observe
+from reference_impl import Config, Generation, StepRejected, apply, initial_state, observe
+from reference_impl.steps import Crash, DeliverFetch, Elect, Fetch, Produce, Restart, Step
 
-FIXTURES, _ = load_fixtures([FIXTURES_DIR])
-
-
-def test_the_reference_is_safe_on_every_fixture() -> None:
-    for fixture in FIXTURES:
-        state = fixture.start()
-        monitor = SafetyMonitor(fixture.config.replicas, fixture.generation.value)
-        produced = 0
-        for fs in fixture.steps:
-            try:
-                state = apply(state, fs.step)
-            except StepRejected:
-                continue
-            do = wire_step(fs.step, produced)
-            produced += do["kind"] == "produce"
-            assert monitor.observe(do, observe(state)) == [], (fixture.id, fs.number)
+ALL_STEPS = tuple(reference_impl.STEP_TYPES)
 
 
-@pytest.mark.parametrize("generation", list(Generation))
+def _run(fixture: Fixture, monitor: SafetyMonitor) -> list[tuple[int, Finding]]:
+    """The reference on ``fixture``, every accepted step's observation through ``monitor``."""
+    state = fixture.start()
+    produced = 0
+    found = []
+    for fs in fixture.steps:
+        try:
+            state = apply(state, fs.step)
+        except StepRejected:
+            monitor.refused(wire_step(fs.step, produced))
+            continue
+        do = wire_step(fs.step, produced)
+        produced += do["kind"] == "produce"
+        found += [(fs.number, f) for f in monitor.observe(do, observe(state))]
+    return found
+
+
+def test_the_reference_is_safe_on_every_fixture_and_certified() -> None:
+    coverages = []
+    for fixture in bundled_fixtures():
+        monitor = SafetyMonitor(fixture.config)
+        assert _run(fixture, monitor) == [], fixture.id
+        coverages.append(monitor.coverage())
+    established, reason = certificate(coverages)
+    assert established, reason
+    # every property was evaluated on data, the optional one too
+    assert all(sum(c[pid].checked for c in coverages) for pid in PROPERTIES)
+
+
+@pytest.mark.parametrize("generation", list(Generation), ids=str)
 def test_the_reference_is_safe_on_random_runs(generation: Generation) -> None:
-    """The proof of no false alarms by kconform's own model: many random runs of enabled
-    steps (every step kind, crashes, power failures, unclean elections), every property
-    after every step. Seeded, so it is the same run every time."""
-    rnd = random.Random(f"safety-{generation.value}")
-    acked_runs = 0
-    for _ in range(100):
-        config = Config(
-            replicas=rnd.choice([("A", "B"), ("A", "B", "C")]),
-            generation=generation,
-            min_insync_replicas=rnd.choice([1, 2]),
-            unclean_leader_election=rnd.random() < 0.5,
-            replica_lag_time_max_ms=rnd.choice([1000, 30000]),
-            replica_high_watermark_checkpoint_interval_ms=rnd.choice([0, 5000]),
-        )
+    """The proof of no false alarms by kconform's own model: random runs drawn as
+    ``kconform fuzz`` draws them (every step kind, crashes, power failures, unclean
+    elections, every config knob), every property after every step. Seeded."""
+    chooser = RandomChooser(random.Random(f"safety-{generation.value}"))
+    checked = dict.fromkeys(PROPERTIES, 0)
+    for _ in range(120):
+        config = draw_config(chooser, generation)
         state = initial_state(config)
-        monitor = SafetyMonitor(config.replicas, generation.value)
+        monitor = SafetyMonitor(config)
         produced = 0
         for _ in range(40):
-            step = rnd.choice(enabled_steps(state))
-            state = apply(state, step)
-            do = wire_step(step, produced)
-            produced += do["kind"] == "produce"
-            assert monitor.observe(do, observe(state)) == [], (config, do)
-        acked_runs += bool(monitor.committed)
-    assert acked_runs > 15  # the acknowledged-writes property really had records to protect
+            for step in draw_steps(chooser, state):
+                try:
+                    state = apply(state, step)
+                except StepRejected:
+                    continue
+                do = wire_step(step, produced)
+                produced += do["kind"] == "produce"
+                assert monitor.observe(do, observe(state)) == [], (config, do)
+        for pid, c in monitor.coverage().items():
+            checked[pid] += c.checked
+    required = {pid for pid, p in PROPERTIES.items() if p.required}
+    assert all(checked[pid] for pid in required), checked  # each really had something to check
+
+
+# --- single properties on hand-made observations ---------------------------------------------
 
 
 def _obs(**replicas: dict[str, Any]) -> dict[str, Any]:
@@ -67,49 +100,114 @@ def _obs(**replicas: dict[str, Any]) -> dict[str, Any]:
     return {"leader": "A", "leader_epoch": 0, "isr": ["A", "B"], "replicas": reps, "producer": {}}
 
 
-def _props(findings: list[Any]) -> set[str]:
+def _props(findings: Iterable[Finding]) -> set[str]:
     return {f.property for f in findings}
 
 
+def _monitor(**config: Any) -> SafetyMonitor:
+    return SafetyMonitor(Config(replicas=("A", "B"), **config))
+
+
 def test_each_property_names_what_it_catches() -> None:
-    m = SafetyMonitor(("A", "B"), "leader-epoch")
+    m = _monitor()
     leader = {"role": "leader", "leo": 2, "hw": 2, "log": ["a@0", "b@0"]}
     assert m.observe({"kind": "tick"}, _obs(A=leader, B={"leo": 2, "log": ["a@0", "b@0"], "hw": 2})) == []
     found = m.observe({"kind": "tick"}, _obs(A={**leader, "hw": 1}, B={"leo": 2, "log": ["a@0", "b@0"], "hw": 3}))
     assert _props(found) == {"SAFE-LEADER-HW-MONOTONIC", "SAFE-HW-LE-LEO"}
     bad = _obs(A=leader, B={"role": "leader", "leo": 1, "log": ["x@0"]})
-    assert {"SAFE-ONE-LEADER", "SAFE-STRONG-ISR"} <= _props(SafetyMonitor(("A", "B"), "leader-epoch").observe({}, bad))
+    assert {"SAFE-ONE-LEADER", "SAFE-STRONG-ISR"} <= _props(_monitor().observe({}, bad))
     consumed = {
         **_obs(A=leader, B={"leo": 2, "log": ["a@0", "b@0"]}),
         "consumer": {"offset": 1, "records": ["b@0", "c@0"]},
     }
-    assert "SAFE-CONSUMER-BELOW-HW" in _props(
-        SafetyMonitor(("A", "B"), "leader-epoch").observe({"kind": "consume"}, consumed)
+    assert "SAFE-CONSUMER-BELOW-HW" in _props(_monitor().observe({"kind": "consume"}, consumed))
+    assert "SAFE-LOG-LEO" in _props(_monitor().observe({}, _obs(A={**leader, "log": ["a@0"]})))
+    cache = _obs(A={**leader, "epoch_cache": [[0, 0], [0, 1]]})
+    assert "SAFE-EPOCH-CACHE" in _props(_monitor().observe({}, cache))
+    m = _monitor()
+    m.observe({}, {**_obs(A=leader), "leader_epoch": 2})
+    assert "SAFE-EPOCHS-INCREASE" in _props(m.observe({}, {**_obs(A=leader), "leader_epoch": 1}))
+
+
+def test_properties_are_frozen_values_with_their_text() -> None:
+    prop = PROPERTIES["SAFE-STRONG-ISR"]
+    assert isinstance(prop, Property) and str(prop) == prop.text
+    assert {"online", "role", "log", "hw"} <= prop.replica_fields and {"leader", "isr"} <= prop.fields
+    assert PROPERTIES["SAFE-CONSUMER-BELOW-HW"].steps == {"consume"}
+    assert "hw-truncation" not in PROPERTIES["SAFE-EPOCH-CACHE"].generations
+    with pytest.raises(AttributeError):
+        prop.text = "anything"  # type: ignore[misc]
+
+
+def _produce(m: SafetyMonitor, acks: str = "all", isr: list[str] | None = None, hw: int = 1) -> list[Finding]:
+    """An empty leader A, then a produce of ``a`` that is acknowledged in the same step."""
+    empty = {"role": "leader", "leo": 0, "hw": 0, "log": []}
+    m.observe({"kind": "tick"}, {**_obs(A=empty, B={}), "isr": isr or ["A", "B"]})
+    one = {"role": "leader", "leo": 1, "hw": hw, "log": ["a@0"]}
+    acked = {**_obs(A=one, B={"leo": 1, "hw": 1, "log": ["a@0"]}), "producer": {"p1": "acked"}}
+    acked["isr"] = isr or ["A", "B"]
+    return m.observe({"kind": "produce", "values": ["a"], "acks": acks, "id": "p1"}, acked)
+
+
+def test_an_acks_all_produce_is_acknowledged_only_when_committed_with_enough_isr() -> None:
+    assert _produce(_monitor()) == []
+    assert _props(_produce(_monitor(), hw=0)) == {"SAFE-ACK-COMMITTED"}
+    assert _props(_produce(_monitor(min_insync_replicas=2), isr=["A"])) == {"SAFE-ACK-MIN-ISR"}
+    assert _produce(_monitor(min_insync_replicas=2), isr=["A"], acks="1") == []  # acks=1 is not held to it
+
+
+def _elect_b(m: SafetyMonitor, isr_before: list[str], b_log: list[str], a_online: bool = False) -> set[str]:
+    """``a`` acknowledged at offset 0; then A goes down (or not) and B is elected."""
+    _produce(m)
+    m.previous = {**(m.previous or {}), "isr": isr_before}
+    m.previous["replicas"]["A"]["online"] = a_online
+    after = _obs(
+        A={"online": a_online, "role": "none" if not a_online else "follower", "leo": 1, "log": ["a@0"]},
+        B={"role": "leader", "leader": "B", "leader_epoch": 1, "leo": len(b_log), "log": b_log},
     )
-    assert set(PROPERTIES) >= {"SAFE-ACKED", "SAFE-EPOCHS-INCREASE", "SAFE-EPOCH-CACHE", "SAFE-LOG-LEO"}
+    after.update(leader="B", leader_epoch=1, isr=["B"], producer={"p1": "acked"})
+    return _props(m.observe({"kind": "elect", "leader": None}, after))
 
 
-def test_acknowledged_records_are_protected_unless_the_spec_gives_the_guarantee_up() -> None:
-    def run(elect_leader_in_isr: bool) -> set[str]:
-        m = SafetyMonitor(("A", "B"), "leader-epoch")
-        empty = {"role": "leader", "leo": 0, "hw": 0, "log": []}
-        m.observe({"kind": "tick"}, _obs(A=empty, B={}))
-        one = {"role": "leader", "leo": 1, "hw": 1, "log": ["a@0"]}
-        acked = {**_obs(A=one, B={"leo": 1, "hw": 1, "log": ["a@0"]}), "producer": {"p1": "acked"}}
-        m.observe({"kind": "produce", "values": ["a"], "acks": "all", "id": "p1"}, acked)
-        lost = _obs(A={"online": False, "role": "none"}, B={"role": "leader", "leader_epoch": 1, "leo": 0, "log": []})
-        lost.update(leader="B", leader_epoch=1, isr=["B"], producer={"p1": "acked"})
-        if not elect_leader_in_isr:
-            m.previous = {**(m.previous or {}), "isr": ["A"]}  # B was not in the ISR: an unclean election
-        lost["replicas"]["B"]["leader"] = "B"
-        return _props(m.observe({"kind": "elect"}, lost))
+def test_an_election_from_outside_the_isr_is_allowed_only_by_the_config() -> None:
+    assert _elect_b(_monitor(), ["A", "B"], []) == {"SAFE-ACKED"}  # clean election, record lost
+    assert _elect_b(_monitor(), ["A"], []) == {"SAFE-LEADER-IN-ISR", "SAFE-ACKED"}  # unclean, disabled
+    assert _elect_b(_monitor(unclean_leader_election=True), ["A"], []) == set()  # allowed: gives up "a"
+    # allowed, but an ISR member was live: Kafka elects it (CTRL-ELECT-1)
+    assert "SAFE-LEADER-IN-ISR" in _elect_b(_monitor(unclean_leader_election=True), ["A"], [], a_online=True)
+    # a controlled election names an ISR member whatever the config
+    m = _monitor(unclean_leader_election=True)
+    _produce(m)
+    m.previous = {**(m.previous or {}), "isr": ["A"]}
+    after = {**_obs(A={}, B={"role": "leader", "leo": 1, "log": ["a@0"]}), "leader": "B", "leader_epoch": 1}
+    assert "SAFE-LEADER-IN-ISR" in _props(m.observe({"kind": "elect", "leader": "B"}, after))
 
-    assert "SAFE-ACKED" in run(elect_leader_in_isr=True)
-    assert "SAFE-ACKED" not in run(elect_leader_in_isr=False)
+
+def test_an_allowed_unclean_election_waives_only_what_its_leader_lacks() -> None:
+    m = _monitor(unclean_leader_election=True)
+    assert _elect_b(m, ["A"], ["a@0"]) == set()
+    assert m.committed == {0: "a@0"}  # B holds it: still protected
+    lost = _obs(A={"online": False, "role": "none"}, B={"role": "leader", "leader_epoch": 1, "leo": 1, "log": ["x@1"]})
+    lost.update(leader="B", leader_epoch=1, isr=["B"])
+    assert _props(m.observe({"kind": "tick"}, lost)) == {"SAFE-ACKED"}
+
+
+def test_a_power_failure_waives_from_the_lowest_offset_it_lost_and_only_if_it_lost_something() -> None:
+    def run(unflushed_from: int) -> set[str]:
+        m = _monitor()
+        _produce(m)
+        m.observe({"kind": "crash", "replica": "B", "unflushed_from": unflushed_from}, m.previous or {})
+        # B restarts, A goes down, B is elected (cleanly) and shows an empty log
+        gone = _obs(A={"online": False, "role": "none"}, B={"role": "leader", "leader_epoch": 1})
+        gone.update(leader="B", leader_epoch=1, isr=["B"])
+        return _props(m.observe({"kind": "elect"}, gone))
+
+    assert run(unflushed_from=1) == {"SAFE-ACKED"}  # B's LEO was 1: nothing lost, nothing waived
+    assert run(unflushed_from=0) == set()  # B lost "a": gone with it
 
 
 def test_a_new_epoch_may_lower_the_hw() -> None:
-    m = SafetyMonitor(("A", "B"), "leader-epoch")
+    m = _monitor()
     m.observe(
         {}, _obs(A={"role": "leader", "leo": 2, "hw": 2, "log": ["a@0", "b@0"]}, B={"leo": 2, "log": ["a@0", "b@0"]})
     )
@@ -122,9 +220,220 @@ def test_a_new_epoch_may_lower_the_hw() -> None:
 
 
 def test_every_property_is_specified() -> None:
-    import re
+    spec = (SCHEMA_DIR / "replication.md").read_text(encoding="utf-8")
+    section = spec[spec.index("### Safety properties over observations") :]
+    section = section[: section.index("\n## ")]
+    assert set(re.findall(r"^- \*\*(SAFE-[A-Z-]+)\*\*", section, flags=re.M)) == set(PROPERTIES)
+    for pid, prop in PROPERTIES.items():  # each names the fields it needs as the code does
+        entry = section[section.index(f"**{pid}**") :].split("\n- **", 1)[0]
+        needs = re.search(r"Needs: ([^.]*)\.", entry.replace("\n", " "))
+        assert needs, pid
+        named = set(re.findall(r"`([a-z_]+)`", needs.group(1)))
+        assert named == prop.fields | prop.replica_fields, pid
 
-    from conformance.paths import SCHEMA_DIR as SPEC_DIR
 
-    spec = (SPEC_DIR / "replication.md").read_text(encoding="utf-8")
-    assert set(re.findall(r"^- \*\*(SAFE-[A-Z-]+)\*\*", spec, flags=re.M)) == set(PROPERTIES)
+# --- the certificate: an implementation that shows nothing proves nothing ------------------
+
+
+def _drive(adapter: Adapter, fixtures: Iterable[Fixture]) -> tuple[list[dict[str, Coverage]], list[Finding]]:
+    """Every fixture (without a given initial state) on ``adapter``, each observation
+    through a monitor told what the adapter declares: the coverages and the findings."""
+    d = adapter.describe()
+    coverages, found = [], []
+    for fixture in fixtures:
+        if fixture.initial is not None or fixture.generation.value not in d.generations:
+            continue
+        adapter.reset(fixture.config.to_dict())
+        monitor = SafetyMonitor(fixture.config, d.field_set, d.replica_field_set, frozenset(d.steps))
+        produced = 0
+        for fs in fixture.steps:
+            do = wire_step(fs.step, produced)
+            answer = adapter.step(do)
+            if answer.rejected is not None:
+                monitor.refused(do)
+                continue
+            produced += do["kind"] == "produce"
+            found += monitor.observe(do, answer.observation or {})
+        coverages.append(monitor.coverage())
+    return coverages, found
+
+
+def _description(fields: Iterable[str], replica_fields: Iterable[str]) -> Description:
+    generations = tuple(g.value for g in Generation)
+    return Description("test", "0", generations, tuple(ALL_STEPS), tuple(fields), tuple(replica_fields))
+
+
+def _reference_init(config: dict[str, Any]) -> reference_impl.State:
+    return initial_state(reference_impl.config_from_dict(config))
+
+
+def _reference_apply(state: reference_impl.State, step: dict[str, Any]) -> reference_impl.State:
+    try:
+        return apply(state, reference_impl.step_from_dict(step))
+    except StepRejected as exc:
+        raise StepRefused(exc.reason, exc.rule) from None
+
+
+def _refuse(state: Any, step: dict[str, Any]) -> Any:
+    raise StepRefused("no")
+
+
+EVERYTHING = _description(reference_impl.OBSERVATION_FIELDS, reference_impl.REPLICA_FIELDS)
+
+MINIMAL_FIELDS = ("leader", "isr", "replicas", "producer")
+
+
+def _minimal(extra: tuple[str, ...] = ()) -> FunctionAdapter:
+    """A broker reporting only ``leader, isr, replicas{leo, hw, log}, producer`` (and
+    ``extra`` replica fields) whose leader moves its HW to its LEO on every append."""
+
+    def step(state: tuple[reference_impl.State, bool], do: dict[str, Any]) -> tuple[reference_impl.State, bool]:
+        return _reference_apply(state[0], do), do["kind"] == "produce" or state[1]
+
+    def show(state: tuple[reference_impl.State, bool]) -> dict[str, Any]:
+        full = observe(state[0])
+        keep = ("leo", "hw", "log", *extra)
+        out = {k: full[k] for k in MINIMAL_FIELDS}
+        out["replicas"] = {n: {f: r[f] for f in keep} for n, r in full["replicas"].items()}
+        leader = out["replicas"].get(full["leader"])
+        if state[1] and leader is not None:
+            leader["hw"] = leader["leo"]  # the defect: the HW is the LEO once anything was appended
+        return out
+
+    return FunctionAdapter(
+        _description(MINIMAL_FIELDS, ("leo", "hw", "log", *extra)),
+        lambda config: (_reference_init(config), False),
+        step,
+        show,
+    )
+
+
+def test_the_reference_adapter_gets_the_certificate() -> None:
+    coverages, found = _drive(ReferenceAdapter(), bundled_fixtures())
+    assert found == []
+    assert certificate(coverages)[0]
+
+
+def test_an_implementation_refusing_every_step_proves_nothing() -> None:
+    adapter = FunctionAdapter(EVERYTHING, _reference_init, _refuse, observe)
+    coverages, found = _drive(adapter, bundled_fixtures())
+    established, reason = certificate(coverages)
+    assert found == [] and not established
+    assert "SAFE-STRONG-ISR never checked" in reason and "SAFE-ACKED never checked" in reason
+
+
+def test_an_implementation_reporting_empty_observations_proves_nothing() -> None:
+    adapter = FunctionAdapter(EVERYTHING, _reference_init, _reference_apply, lambda state: {})
+    coverages, found = _drive(adapter, bundled_fixtures())
+    established, reason = certificate(coverages)
+    assert found == [] and not established
+    assert "SAFE-STRONG-ISR not checkable (missing fields: isr, leader, replicas; missing replica fields:" in reason
+
+
+def test_a_broker_reporting_few_fields_is_not_certified_and_with_roles_is_caught() -> None:
+    coverages, found = _drive(_minimal(), bundled_fixtures())
+    established, reason = certificate(coverages)
+    assert not established
+    assert "SAFE-STRONG-ISR not checkable (missing replica fields: online, role)" in reason
+    assert "SAFE-ACKED not checkable (missing replica fields: online, role)" in reason
+    # the same broker reporting online, role and leader_epoch: its HW defect is caught at once
+    _, found = _drive(_minimal(("online", "role", "leader_epoch")), bundled_fixtures())
+    assert "SAFE-STRONG-ISR" in _props(found)
+
+
+def test_the_certificate_names_properties_never_exercised() -> None:
+    m = SafetyMonitor(Config(), steps=frozenset({"produce", "tick"}))
+    coverage = m.coverage()
+    assert not coverage["SAFE-LEADER-IN-ISR"].applicable  # it cannot elect
+    assert not coverage["SAFE-CONSUMER-BELOW-HW"].applicable  # it cannot consume
+    established, reason = certificate([coverage])
+    assert not established and "SAFE-LEADER-IN-ISR" not in reason
+    assert "SAFE-ACKED never checked (no acks=all produce was acknowledged)" in reason
+    assert certificate([]) == (False, "safety not established: no run")
+
+
+# --- defects the waivers must not hide ---------------------------------------------------------
+
+
+def _kip101_under_epochs() -> FunctionAdapter:
+    """A leader-epoch broker with a KIP-101 defect: its followers truncate to their HW on
+    restart instead of by leader epoch (it runs the hw-truncation rules, claiming leader-epoch)."""
+
+    def init(config: dict[str, Any]) -> reference_impl.State:
+        return _reference_init({**config, "generation": "hw-truncation"})
+
+    return FunctionAdapter(
+        _description(reference_impl.OBSERVATION_FIELDS, reference_impl.REPLICA_FIELDS), init, _reference_apply, observe
+    )
+
+
+def _wire(steps: Iterable[Step]) -> list[dict[str, Any]]:
+    out, produced = [], 0
+    for step in steps:
+        do = wire_step(step, produced)
+        produced += do["kind"] == "produce"
+        out.append(do)
+    return out
+
+
+# seed 03 (KIP-101 scenario 1), with the follower's crash a power failure that lost nothing
+KIP_101_STEPS = _wire(
+    [
+        Produce(("m0",)),
+        Fetch("B"),
+        DeliverFetch("B"),
+        Produce(("m1",)),
+        Fetch("B"),
+        DeliverFetch("B"),
+        Fetch("B"),
+        Crash("B", unflushed_from=2),
+        Restart("B"),
+        Crash("A"),
+        Elect(),
+    ]
+)
+
+
+def _findings(adapter: Adapter, config: Config, steps: list[dict[str, Any]]) -> tuple[SafetyMonitor, list[Finding]]:
+    adapter.reset(config.to_dict())
+    monitor = SafetyMonitor(config)
+    found: list[Finding] = []
+    for do in steps:
+        answer = adapter.step(do)
+        assert answer.rejected is None, (do, answer.rejected)
+        found += monitor.observe(do, answer.observation or {})
+    return monitor, found
+
+
+def test_a_kip_101_defect_behind_a_power_failure_that_lost_nothing_fails_safety() -> None:
+    config = Config(replicas=("A", "B"), generation=Generation.LEADER_EPOCH)
+    monitor, found = _findings(_kip101_under_epochs(), config, KIP_101_STEPS)
+    assert monitor.lost_from is None and "SAFE-ACKED" in _props(found)
+    # the reference under leader-epoch keeps m1 on the same steps
+    assert _findings(ReferenceAdapter(), config, KIP_101_STEPS)[1] == []
+    # under hw-truncation the same loss is Kafka 0.10's own (KIP-101): waived, and said so
+    ht = Config(replicas=("A", "B"), generation=Generation.HW_TRUNCATION)
+    monitor, found = _findings(ReferenceAdapter(), ht, KIP_101_STEPS)
+    assert found == [] and {why for _, why in monitor.waived} == {KIP_101}
+
+
+def test_under_hw_truncation_acknowledging_what_the_isr_lacks_still_fails() -> None:
+    """KIP-101 exempts the truncation and what follows from it, not an acknowledgement
+    the ISR does not back."""
+    m = _monitor(generation=Generation.HW_TRUNCATION)
+    assert _props(_produce(m, hw=0)) == {"SAFE-ACK-COMMITTED"}
+    m = _monitor(generation=Generation.HW_TRUNCATION, min_insync_replicas=2)
+    assert _props(_produce(m, isr=["A"])) == {"SAFE-ACK-MIN-ISR"}
+
+
+def test_the_zoo_member_electing_uncleanly_when_disabled_fails_safety() -> None:
+    fixture = next(f for f in bundled_fixtures() if f.id == "seed-08a-unclean-election-disabled")
+    _, found = _drive(resolve("zoo:unclean-election-when-disabled"), [fixture])
+    assert {"SAFE-LEADER-IN-ISR", "SAFE-ACKED"} <= _props(found)
+
+
+def test_a_leader_reporting_an_hw_past_its_log_is_judged_not_crashed_on() -> None:
+    """An ISR member holding more below the HW than the leader itself: a finding, not an error."""
+    leader = {"role": "leader", "leo": 1, "hw": 2, "log": ["a@0"]}
+    found = _monitor().observe({}, _obs(A=leader, B={"leo": 2, "log": ["a@0", "b@0"]}))
+    assert _props(found) == {"SAFE-HW-LE-LEO", "SAFE-STRONG-ISR"}
