@@ -204,7 +204,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     _warn_unused_expectations(expectations, document)
     _emit(reports.render(document, args.format, **_terminal_options(args)))
     print(f"\nresults: {args.results}", file=sys.stderr)
-    return 1 if unexpected_count(document) else 0
+    unestablished = _not_established(document)
+    for line in unestablished:
+        print(f"kconform: {line}", file=sys.stderr)
+    return 1 if unexpected_count(document) or unestablished else 0
+
+
+def _not_established(document: dict[str, Any]) -> list[str]:
+    """Per implementation whose results establish no level (errored, or safety not
+    certified), why: such a run does not pass, whatever its fixtures' outcomes."""
+    from .levels import level_met
+
+    out = []
+    for impl in document["implementations"]:
+        own = [r for r in document["results"] if r["implementation"] == impl["id"]]
+        met = level_met(own)
+        if "not established" in met and not met.startswith("not established:"):  # errored ones are unexpected already
+            out.append(f"{impl['id']}: no level met: {met}")
+    return out
 
 
 def _terminal_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -424,6 +441,13 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
             f"the reference breaks {finding.invariant} after {_plural(len(finding.path), 'step')} ({note}; "
             f"shrunk witness after {finding.seconds:.1f} s): {finding.detail}\n   witness fixture: {path}\n"
         )
+    established, why = ex.certificate()
+    if not report.failures and not established:
+        _emit(
+            f"{args.impl}: level {args.level} not established on {args.examples} random runs "
+            f"({args.generation}): {why}\n" + found + summary
+        )
+        return 1
     if not report.failures:
         met = f"{args.impl} met level {args.level} on {args.examples} random runs ({args.generation})\n"
         if args.level == "exact":
@@ -518,6 +542,9 @@ def cmd_explore(args: argparse.Namespace) -> int:
                 unexpected += 1
                 skipped = "; ".join(f"{n} {reason}" for reason, n in result.paths_skipped.most_common(3))
                 found.append(f"{args.impl}: no path could be judged ({skipped or 'no path'}): nothing established")
+            elif not result.certificate()[0]:
+                unexpected += 1
+                found.append(f"{args.impl}: level {args.level} not established: {result.certificate()[1]}")
         depth = f"{result.depth_reached}" + ("" if result.complete else f" of {args.depth} (budget ran out)")
         rows.append(
             [

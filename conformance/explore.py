@@ -50,6 +50,7 @@ from .distribution import refused_steps
 from .in_process import ReferenceAdapter
 from .progress import FairSuffix, drive
 from .runner import comparable, run_fixture
+from .safety import Coverage, certificate
 from .walk import walk
 from .wire import wire_step
 
@@ -103,9 +104,22 @@ class Exploration:
     paths_replayed: int = 0
     """Root-to-leaf paths judged from a reset; for an in-process implementation, which is
     rewound instead, the transitions stepped."""
+    safety: dict[str, Coverage] = field(default_factory=dict)
+    """Per safety property, over the paths judged by the engine: checked how often, what it lacked."""
+    rewound: bool = False
+    """Judged by rewinding an in-process implementation along the tree (``_replay_rewinding``)."""
     paths_skipped: Counter[str] = field(default_factory=Counter)
     """Paths the implementation cannot run at all (nothing left after lowering, a field it
     does not honour), by reason."""
+
+    def certificate(self) -> tuple[bool, str]:
+        """Whether the replayed paths establish safety (``safety.certificate``). A rewound
+        in-process implementation reports every field in the reference's form and is compared
+        whole with the reference at every state, so what the reference is certified for
+        (tests/test_safety.py) holds for it on the tree."""
+        if self.rewound:
+            return True, "safety established: every state compared whole with the reference's"
+        return certificate([self.safety] if self.safety else [])
 
     @property
     def states_per_second(self) -> float:
@@ -257,6 +271,7 @@ def replay(
     (``tests/test_one_judge.py``), one step per state instead of one per step of every path."""
     description = adapter.describe()
     if level == "exact" and not known and isinstance(adapter, ReferenceAdapter) and _plain(description):
+        result.rewound = True
         best = _replay_rewinding(adapter, config, parents, result, first, tree=tree, progress=progress)
         result.disagreement = best
         return best
@@ -491,6 +506,11 @@ def _replay_one(
         result.paths_skipped[outcome.reason] += 1
         return None
     result.paths_replayed += 1
+    for pid, c in outcome.safety.items():
+        seen = result.safety.get(pid)
+        checked = int(c["checked"]) + (seen.checked if seen else 0)
+        missing = tuple(sorted({*c["missing"], *(seen.missing if seen else ())}))
+        result.safety[pid] = Coverage(checked, missing, bool(c["applicable"]) or bool(seen and seen.applicable))
     if outcome.outcome == "passed":
         return None
     if outcome.outcome == "errored":

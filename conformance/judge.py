@@ -33,7 +33,7 @@ from .fixtures import Fixture, FixtureStep
 from .levels import settled_part
 from .observation_check import check_observation
 from .progress import FairSuffix
-from .safety import Finding, SafetyMonitor
+from .safety import Coverage, Finding, SafetyMonitor
 from .settle import Frontier
 from .wire import wire_step
 
@@ -67,6 +67,8 @@ class Judgement:
     steps_run: int = 0
     progress: dict[str, Any] | None = None
     """The fair suffix's rounds, bound, steps and unchecked properties (``judge``'s ``progress``)."""
+    coverage: dict[str, Coverage] = field(default_factory=dict)
+    """Per safety property: how often it was checked in this run, or which fields it lacked."""
     observed: dict[int, dict[str, Any]] = field(default_factory=dict)
     """The implementation's observation (as sent) at each fixture step number with a failure."""
 
@@ -290,6 +292,7 @@ def judge(
     if progress and not result.stopped:
         _progress(adapter, description, fixture, watch, observation, result)
     note_observed()
+    result.coverage = watch.monitor.coverage()
     return result
 
 

@@ -16,7 +16,10 @@ level an implementation meets whichever level was selected.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+from .safety import Coverage, certificate
 
 LEVELS = ("exact", "settled", "safety")
 """Strictest first."""
@@ -58,11 +61,42 @@ def highest_level(verdicts: list[dict[str, str | None]]) -> str:
 
 def level_met(results: list[dict[str, Any]]) -> str:
     """What the summary's ``level met`` says of one implementation's results: the highest
-    level every judged result meets, or why none can be named. An errored result (the
-    implementation crashed, hung or answered garbage) judged nothing, so no level is met
-    while one remains: "not established: 3 of 136 errored"."""
+    level every judged result meets, or why none can be named.
+
+    - An errored result (the implementation crashed, hung or answered garbage) judged
+      nothing, so no level is met while one remains: "not established: 3 of 136 errored".
+    - Every level includes safety, and safety is met only as a certificate
+      (``safety.certificate``): every required property checked at least once over the
+      results. An implementation that refuses every step, reports ``{}`` or too few fields
+      meets no level: "safety not established: SAFE-STRONG-ISR not checkable (...)".
+    """
     judged = [r for r in results if r.get("outcome") != "skipped"]
     errored = sum(1 for r in judged if r.get("outcome") == "errored")
     if errored:
         return f"not established: {errored} of {len(judged)} errored"
-    return highest_level([r.get("levels") or {} for r in judged])
+    level = highest_level([r.get("levels") or {} for r in judged])
+    if level in ("-", "none"):
+        return level
+    established, reason = certificate_of(judged)
+    return level if established else reason
+
+
+def coverage_record(coverage: Mapping[str, Coverage]) -> dict[str, dict[str, Any]]:
+    """A run's safety coverage as plain data for the results record."""
+    return {
+        pid: {"checked": c.checked, "missing": list(c.missing), "applicable": c.applicable}
+        for pid, c in coverage.items()
+    }
+
+
+def certificate_of(results: Iterable[Mapping[str, Any]]) -> tuple[bool, str]:
+    """``safety.certificate`` over results records (their ``safety`` coverage)."""
+    coverages = [
+        {
+            pid: Coverage(int(c.get("checked", 0)), tuple(c.get("missing") or ()), bool(c.get("applicable")))
+            for pid, c in (r.get("safety") or {}).items()
+        }
+        for r in results
+        if r.get("outcome") in ("passed", "failed")
+    ]
+    return certificate(coverages)

@@ -41,6 +41,7 @@ from .deciding import held
 from .expectations import is_known
 from .fixtures import Fixture, FixtureStep
 from .judge import CannotAnswer, judge
+from .levels import coverage_record
 from .limits import config_reason, run_reason
 from .step_states import step_states
 
@@ -79,6 +80,9 @@ class FixtureResult:
     """Why the run ended before the fixture's end, if it did."""
     progress: dict[str, Any] | None = None
     """With ``progress``: the fair suffix's rounds, bound, steps and unchecked properties."""
+    safety: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per safety property: ``checked`` (how often it was evaluated on data), ``missing``
+    (the fields it needs that the implementation does not report), ``applicable``."""
 
     @property
     def status(self) -> str:
@@ -116,6 +120,7 @@ class FixtureResult:
             "notes": self.notes,
             "stopped": self.stopped,
             **({"progress": self.progress} if self.progress is not None else {}),
+            **({"safety": self.safety} if self.safety else {}),
         }
 
 
@@ -271,6 +276,7 @@ def run_fixture(
             failure["known"] = reason
     result.failures, result.stopped, result.steps_run = verdict.failures, verdict.stopped, verdict.steps_run
     result.progress = verdict.progress
+    result.safety = coverage_record(verdict.coverage)
     result.levels = verdict.verdicts(safety_only=level == "safety")
     relevant = [f for f in verdict.failures if f["level"] in FAILING_AT[level] and "known" not in f]
     if not relevant:

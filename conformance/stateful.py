@@ -57,6 +57,7 @@ from .judge import SPLIT_KINDS
 from .limits import CONTROLLER_KINDS, fit
 from .own_path import OwnPathRun, own_path
 from .runner import FAILING_AT, run_fixture
+from .safety import Coverage, certificate
 from .walk import deliveries, walk
 
 DELIVERIES = 16
@@ -109,6 +110,8 @@ class Exercised:
 
     steps: Counter[str] = field(default_factory=Counter)
     rules: Counter[str] = field(default_factory=Counter)
+    safety: dict[str, Coverage] = field(default_factory=dict)
+    """Per safety property, over every run judged: how often it was checked, what it lacked."""
     skipped: Counter[str] = field(default_factory=Counter)
     """Runs that needed what the implementation declares it lacks (its limits), by reason."""
     refusals: Counter[str] = field(default_factory=Counter)
@@ -116,6 +119,23 @@ class Exercised:
     runs: int = 0
     shrink_runs: int = 0
     seconds: float = 0.0
+
+    def cover(self, coverage: Mapping[str, Coverage]) -> None:
+        """Add one run's safety coverage."""
+        for pid, c in coverage.items():
+            seen = self.safety.get(pid)
+            if seen is None:
+                self.safety[pid] = c
+            else:
+                self.safety[pid] = Coverage(
+                    seen.checked + c.checked,
+                    tuple(sorted({*seen.missing, *c.missing})),
+                    seen.applicable or c.applicable,
+                )
+
+    def certificate(self) -> tuple[bool, str]:
+        """``safety.certificate`` over every run judged."""
+        return certificate([self.safety] if self.safety else [])
 
     @property
     def total_steps(self) -> int:
@@ -281,6 +301,13 @@ class Judge:
             where = "reset" if result.reason.startswith("reset") else "step"
             upto = result.steps_run + 1 if where == "step" else 0
             return self._disagreement(f"error:{where}", f"the implementation failed: {result.reason}", upto, ())
+        if result.outcome in ("passed", "failed"):
+            self.stats.cover(
+                {
+                    pid: Coverage(int(c["checked"]), tuple(c["missing"]), bool(c["applicable"]))
+                    for pid, c in result.safety.items()
+                }
+            )
         if result.outcome == "skipped":  # it needs what the implementation declares it lacks (limits)
             self.stats.skipped[re.sub(r"\d+", "N", result.reason)] += 1
             return None
@@ -328,6 +355,8 @@ class Judge:
         for kind, n in run.accepted.items():
             self.stats.steps[kind] += n
         self.stats.refusals.update(run.refused)
+        if run.watch is not None and not run.error:
+            self.stats.cover(run.watch.monitor.coverage())
         self.trace = Trace(config=config, level="safety", steps=run.steps, sent=run.sent, taken=run.sent)
         if run.error:
             with contextlib.suppress(Exception):

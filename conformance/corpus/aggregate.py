@@ -24,7 +24,9 @@ from typing import Any
 
 import reference_impl
 
+from ..levels import LEVELS
 from ..results import FORMAT_VERSION
+from ..safety import Coverage, certificate
 
 FIRST_FAILURES = 100
 """Failures kept (with their trace ids) for the report; all are in the per-trace results."""
@@ -52,6 +54,12 @@ class Aggregate:
     descriptions: dict[str, dict[str, Any]] = field(default_factory=dict)
     skips: Counter[tuple[str, str]] = field(default_factory=Counter)
     """(implementation, reason) -> skipped traces: why they were not run."""
+    level_failed: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """(implementation, level) -> judged traces that fail that level (for ``level met``)."""
+    judged: Counter[str] = field(default_factory=Counter)
+    """Implementation -> traces judged (passed or failed)."""
+    safety: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
+    """(implementation, property) -> [times checked, sorted missing fields, applicable]."""
 
     @property
     def results(self) -> int:
@@ -63,6 +71,13 @@ class Aggregate:
         self.statuses[(impl, result["status"])] += 1
         self.steps[impl] += result.get("steps_run", 0)
         self.duration_ms[impl] += result.get("duration_ms", 0.0)
+        if outcome in ("passed", "failed"):
+            self.judged[impl] += 1
+            for level, verdict in (result.get("levels") or {}).items():
+                if verdict == "failed":
+                    self.level_failed[(impl, level)] += 1
+            for pid, c in (result.get("safety") or {}).items():
+                self._cover((impl, pid), [int(c["checked"]), sorted(c["missing"]), bool(c["applicable"])])
         if outcome == "skipped":
             self.skips[(impl, str(result.get("reason") or "no reason given"))] += 1
         else:
@@ -80,6 +95,15 @@ class Aggregate:
                     row[4] += 1
         if result["status"] in ("FAIL", "ERROR", "XPASS"):
             self._keep((order, result, fixture))
+
+    def _cover(self, key: tuple[str, str], row: list[Any]) -> None:
+        mine = self.safety.get(key)
+        if mine is None:
+            self.safety[key] = [row[0], list(row[1]), row[2]]
+            return
+        mine[0] += row[0]
+        mine[1] = sorted({*mine[1], *row[1]})
+        mine[2] = mine[2] or row[2]
 
     def add_malformed(self, order: OrderKey, result: dict[str, Any], fixture: dict[str, Any]) -> None:
         """A corpus line that is not a trace: errored for every implementation."""
@@ -105,6 +129,10 @@ class Aggregate:
         self.steps.update(other.steps)
         self.duration_ms.update(other.duration_ms)
         self.skips.update(other.skips)
+        self.level_failed.update(other.level_failed)
+        self.judged.update(other.judged)
+        for key, row in other.safety.items():
+            self._cover(key, row)
         self.malformed += other.malformed
         self.first = heapq.nsmallest(self.keep, self.first + other.first, key=lambda x: x[0])
         for impl, desc in other.descriptions.items():
@@ -125,6 +153,9 @@ class Aggregate:
             "first": [[list(order), result, fixture] for order, result, fixture in self.first],
             "descriptions": self.descriptions,
             "skips": [[*k, n] for k, n in self.skips.items()],
+            "level_failed": [[*k, n] for k, n in self.level_failed.items()],
+            "judged": dict(self.judged),
+            "safety": [[*k, row] for k, row in self.safety.items()],
         }
 
     @classmethod
@@ -140,7 +171,28 @@ class Aggregate:
         agg.first = [((o[0], int(o[1]), o[2], int(o[3])), result, fixture) for o, result, fixture in data["first"]]
         agg.descriptions = dict(data["descriptions"])
         agg.skips.update({(i, r): int(n) for i, r, n in data.get("skips", [])})
+        agg.level_failed.update({(i, lv): int(n) for i, lv, n in data.get("level_failed", [])})
+        agg.judged.update({k: int(v) for k, v in data.get("judged", {}).items()})
+        agg.safety = {(i, p): [int(r[0]), list(r[1]), bool(r[2])] for i, p, r in data.get("safety", [])}
         return agg
+
+
+def level_met_of(agg: Aggregate, impl: str) -> str:
+    """``levels.level_met`` over a replay's totals for one implementation: not established
+    while a trace errored or safety is not certified, else the strictest level no judged
+    trace failed."""
+    errored = agg.statuses[(impl, "ERROR")]
+    judged = agg.judged[impl]
+    if errored:
+        return f"not established: {errored} of {judged + errored} errored"
+    if not judged:
+        return "-"
+    level = next((lv for lv in LEVELS if not agg.level_failed[(impl, lv)]), "none")
+    if level == "none":
+        return level
+    coverage = {p: Coverage(int(r[0]), tuple(r[1]), bool(r[2])) for (i, p), r in agg.safety.items() if i == impl}
+    established, reason = certificate([coverage] if coverage else [])
+    return level if established else reason
 
 
 def merge(a: Aggregate, b: Aggregate) -> Aggregate:
@@ -225,6 +277,15 @@ def document(
             "rules": rules,
             "unexpected": unexpected_total,
             "failures_shown": len(results),
+            "level_met": {impl: level_met_of(agg, impl) for impl in impls},
+            "safety": {
+                impl: {
+                    p: {"checked": r[0], "missing": r[1], "applicable": r[2]}
+                    for (i, p), r in agg.safety.items()
+                    if i == impl
+                }
+                for impl in impls
+            },
             "skip_reasons": [
                 {"implementation": impl, "reason": reason, "traces": n}
                 for (impl, reason), n in sorted(agg.skips.items(), key=lambda x: (x[0][0], -x[1], x[0][1]))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from .views import Table, _counts_cell, _impl_label, _rule_key, plural
+from .views import Table, _counts_cell, _impl_label, _rule_key, _short, plural
 
 
 def summary(doc: dict[str, Any]) -> Table:
@@ -27,10 +27,11 @@ def summary(doc: dict[str, Any]) -> Table:
         impl, _, status = key.rpartition("/")
         if status in ("FAIL", "ERROR", "XPASS"):
             unexpected[impl] += n
+    met = corpus.get("level_met") or {}
     rows = [
         [_impl_label(impl)]
         + [_counts_cell(per[(impl["id"], g)]) for g in groups]
-        + [_counts_cell(total[impl["id"]]), str(unexpected[impl["id"]])]
+        + [_counts_cell(total[impl["id"]]), str(unexpected[impl["id"]]), _short(met.get(impl["id"], "-"))]
         for impl in doc["implementations"]
     ]
     steps = sum(corpus["steps"].values())
@@ -59,7 +60,13 @@ def summary(doc: dict[str, Any]) -> Table:
             f"; the report lists the first {corpus['failures_shown']} failures in corpus order, "
             f"every result is in {corpus.get('results_dir', 'the per-trace results')}"
         )
-    return Table("Summary", ["implementation", *groups, "total", "unexpected"], rows, note)
+    level = (doc["run"].get("selection") or {}).get("level")
+    if level:
+        note += f"; outcomes judged at level {level}"
+    for impl, why in met.items():
+        if why != _short(why):
+            note += f"\n{impl}: {why}"
+    return Table("Summary", ["implementation", *groups, "total", "unexpected", "level met"], rows, note)
 
 
 def rules(doc: dict[str, Any]) -> Table:

@@ -58,6 +58,9 @@ def render(
         tables.append(views.matrix(doc))
     if rules:
         tables += [views.rules(doc), views.culprits(doc)]
+    coverage = views.safety_coverage(doc)
+    if coverage.rows and (rules or any("not" in c for row in coverage.rows for c in row[1:])):
+        tables.append(coverage)
     counts = views.failure_counts(doc)
     if counts.rows:
         tables.append(counts)

@@ -77,14 +77,18 @@ def summary(doc: dict[str, Any]) -> Table:
         if r["status"] in ("FAIL", "ERROR", "XPASS"):
             unexpected[r["implementation"]] += 1
     rows = []
+    unmet: list[str] = []
     for impl in doc["implementations"]:
         own = [r for r in doc["results"] if r["implementation"] == impl["id"]]
         rows.append(
             [_impl_label(impl)]
             + [_counts_cell(per[(impl["id"], g)]) for g in groups]
             + [_counts_cell(total[impl["id"]]), str(unexpected[impl["id"]])]
-            + [level_met(own), _checked_cell(own)]
+            + [_short(level_met(own)), _checked_cell(own)]
         )
+        met = level_met(own)
+        if met != _short(met):
+            unmet.append(f"{impl['id']}: {met}")
     n_fix = len(doc["fixtures"])
     note = (
         f"{plural(n_fix, 'fixture')} x {plural(len(doc['implementations']), 'implementation')} "
@@ -96,8 +100,54 @@ def summary(doc: dict[str, Any]) -> Table:
     level = (doc["run"].get("selection") or {}).get("level")
     if level:
         note += f"; outcomes judged at level {level}"
+    if unmet:
+        note += "\n" + "\n".join(unmet) + "\n(table 'Safety properties': what each property was checked on)"
     headers = ["implementation", *groups, "total", "unexpected", "level met", "expectations checked"]
     return Table("Summary", headers, rows, note)
+
+
+def _short(met: str) -> str:
+    """A ``level met`` cell: the level, or its first words when none is established (the
+    reason follows the table)."""
+    if met.startswith("safety not established"):
+        return "safety not established"
+    return met
+
+
+def safety_coverage(doc: dict[str, Any]) -> Table:
+    """Per implementation, each safety property: how many times it was checked over the
+    judged results, or why it was not (the fields it needs that were missing)."""
+    impls = [i["id"] for i in doc["implementations"]]
+    checked: dict[tuple[str, str], int] = defaultdict(int)
+    missing: dict[tuple[str, str], set[str]] = defaultdict(set)
+    applicable: set[tuple[str, str]] = set()
+    for r in doc["results"]:
+        if r["outcome"] not in ("passed", "failed"):
+            continue
+        for pid, c in (r.get("safety") or {}).items():
+            key = (pid, r["implementation"])
+            checked[key] += int(c.get("checked", 0))
+            if c.get("applicable"):
+                applicable.add(key)
+                missing[key].update(c.get("missing") or ())
+    props = sorted({pid for pid, _ in applicable} | {pid for pid, _ in checked})
+
+    def cell(pid: str, impl: str) -> str:
+        key = (pid, impl)
+        if checked[key]:
+            return f"checked {checked[key]:,}"
+        if key not in applicable:
+            return "n/a"
+        if missing[key]:
+            return "not checkable: missing " + ", ".join(sorted(missing[key]))
+        return "never checked"
+
+    rows = [[pid, *[cell(pid, i) for i in impls]] for pid in props]
+    note = (
+        "times each property was evaluated on data over the judged results; safety (and so every level) is met "
+        "only when every required property was checked (spec/replication.md, 'Safety properties over observations')"
+    )
+    return Table("Safety properties", ["property", *impls], rows, note)
 
 
 def _checked_cell(results: list[dict[str, Any]]) -> str:
