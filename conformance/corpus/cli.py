@@ -606,4 +606,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
             expectations if args.expectations else None,
         )
         print(f"saved {len(saved)} shrunk failing fixtures under {args.save_failures}", file=sys.stderr)
-    return 1 if unexpected(agg) else 0
+    unestablished = [
+        f"{impl}: no level met: {met}"
+        for impl, met in doc["corpus"]["level_met"].items()
+        if met.startswith("safety not established")
+    ]
+    for line in unestablished:
+        print(f"kconform: {line}", file=sys.stderr)
+    return 1 if unexpected(agg) or unestablished else 0
