@@ -91,12 +91,23 @@ def coverage_record(coverage: Mapping[str, Coverage]) -> dict[str, dict[str, Any
 
 def certificate_of(results: Iterable[Mapping[str, Any]]) -> tuple[bool, str]:
     """``safety.certificate`` over results records (their ``safety`` coverage)."""
+    judged = [r for r in results if r.get("outcome") in ("passed", "failed")]
     coverages = [
         {
             pid: Coverage(int(c.get("checked", 0)), tuple(c.get("missing") or ()), bool(c.get("applicable")))
             for pid, c in (r.get("safety") or {}).items()
         }
-        for r in results
-        if r.get("outcome") in ("passed", "failed")
+        for r in judged
     ]
-    return certificate(coverages)
+    return certificate(coverages, exercised_of(judged))
+
+
+def exercised_of(results: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """How often the reference evaluated each safety property over the same runs: a run's
+    own count where it was computed (``runner.reference_coverage``), else its implementation's
+    (which then checked it)."""
+    out: dict[str, int] = {}
+    for r in results:
+        for pid, c in (r.get("safety") or {}).items():
+            out[pid] = out.get(pid, 0) + int(c.get("exercised", c.get("checked", 0)))
+    return out

@@ -26,6 +26,7 @@ from reference_impl import Config, Step, step_from_dict
 from .adapter import Adapter, AdapterError, Description
 from .distribution import OTHER_WEIGHT, Chooser, pick, tick_lengths
 from .judge import CannotAnswer, Watch
+from .progress import View
 from .safety import Finding
 from .wire import wire_step
 
@@ -92,54 +93,89 @@ def _leo(obs: Mapping[str, Any] | None, replica: str) -> int:
     return leo if isinstance(leo, int) and not isinstance(leo, bool) else 0
 
 
+_FLIGHT = {
+    "deliver_fetch": "fetch_responses",
+    "deliver_epoch": "epoch_responses",
+    "deliver_leader_and_isr": "leader_and_isr",
+    "deliver_alter_partition": "alter_partitions",
+}
+"""A delivery kind -> the ``in_flight`` list whose messages it delivers."""
+
+
+def _targets(kind: str, config: Config, obs: Mapping[str, Any] | None) -> list[str]:
+    """The replicas a step of ``kind`` could name, as far as the implementation's own
+    observation tells (every replica where it does not say)."""
+    view = View(obs or {})
+    anyone = list(config.replicas)
+    leader = view.leader
+    if kind in _FLIGHT:
+        known = view.destinations(_FLIGHT[kind])
+        return anyone if known is None else sorted(known)
+    up = _online(config, obs, True)
+    if kind in ("fetch", "fetch_round", "epoch_request", "epoch_round"):
+        busy = (view.destinations("fetch_responses") or set()) | (view.destinations("parked_fetches") or set())
+        busy |= view.destinations("epoch_responses") or set()
+        return [r for r in up if r != leader and r not in busy]
+    if kind == "isr_expiration":
+        return [leader] if leader in up else up
+    if kind == "crash":
+        return up
+    if kind == "restart":
+        return _online(config, obs, False)
+    return anyone
+
+
 def propose(
     chooser: Chooser, config: Config, obs: Mapping[str, Any] | None, kinds: Mapping[str, int], produced: int
-) -> Step:
+) -> Step | None:
     """One step of a kind drawn by weight among ``kinds``, its fields drawn from the config
-    and the implementation's last observation ``obs``."""
-    names = list(kinds)
-    kind = names[chooser.weighted([kinds[k] for k in names])]
-    leader = (obs or {}).get("leader")
-    leader = leader if leader in config.replicas else config.leader_at_start
-    followers = [r for r in config.replicas if r != leader] or list(config.replicas)
-    anyone = list(config.replicas)
+    and the implementation's last observation ``obs`` (a kind with no replica it could
+    name there is not drawn); None when no kind has one."""
+    pool = dict(kinds)
+    while pool:
+        names = list(pool)
+        kind = names[chooser.weighted([pool[k] for k in names])]
+        targets = _targets(kind, config, obs) if kind not in ("produce", "tick", "elect", "consume") else []
+        if kind in ("produce", "tick", "elect", "consume") or targets:
+            return _fields(chooser, kind, config, obs, produced, targets)
+        del pool[kind]
+    return None
+
+
+def _fields(
+    chooser: Chooser, kind: str, config: Config, obs: Mapping[str, Any] | None, produced: int, targets: list[str]
+) -> Step:
+    view = View(obs or {})
+    leader = view.leader if view.leader in config.replicas else config.leader_at_start
     data: dict[str, Any] = {"kind": kind}
     if kind == "produce":
         count = chooser.integer(1, 2)
         data["values"] = [f"v{produced + i + 1}" for i in range(count)]
         data["acks"] = pick(chooser, ("all", "all", "1", "0"))
         if chooser.integer(0, 4) == 0:
-            data["to"] = pick(chooser, anyone)
-    elif kind in ("fetch", "fetch_round"):
-        data["replica"] = pick(chooser, followers)
-        if chooser.integer(0, 3) == 0:
-            data["max_records"] = chooser.integer(1, 3)
-        if chooser.integer(0, 5) == 0:
-            data["max_wait_ms"] = 0
-    elif kind in ("deliver_fetch", "epoch_request", "deliver_epoch", "epoch_round", "deliver_leader_and_isr"):
-        data["replica"] = pick(chooser, anyone)
-    elif kind in ("isr_expiration", "deliver_alter_partition"):
-        data["replica"] = pick(chooser, [leader, *anyone])
+            data["to"] = pick(chooser, list(config.replicas))
+    elif kind == "tick":
+        data["ms"] = pick(chooser, tick_lengths(config))
+    elif kind == "elect":
+        isr = [r for r in view.isr if r != leader] or list(config.replicas)
+        if chooser.integer(0, 1) == 0:
+            data["leader"] = pick(chooser, isr)
+    elif kind == "consume":
+        data["offset"] = chooser.integer(0, _leo(obs, leader) + 1)
     elif kind == "epoch_query":
         epoch = (obs or {}).get("leader_epoch")
         top = epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else 0
-        data["replica"] = pick(chooser, anyone)
+        data["replica"] = pick(chooser, targets)
         data["epoch"] = chooser.integer(0, top + 1)
-    elif kind == "tick":
-        data["ms"] = pick(chooser, tick_lengths(config))
-    elif kind == "crash":
-        up = _online(config, obs, True) or anyone
-        replica = pick(chooser, up)
-        data["replica"] = replica
-        if chooser.integer(0, 3) == 0:
-            data["unflushed_from"] = chooser.integer(0, _leo(obs, replica))
-    elif kind == "restart":
-        data["replica"] = pick(chooser, _online(config, obs, False) or anyone)
-    elif kind == "elect":
-        if chooser.integer(0, 1) == 0:
-            data["leader"] = pick(chooser, anyone)
-    elif kind == "consume":
-        data["offset"] = chooser.integer(0, _leo(obs, leader) + 1)
+    else:
+        data["replica"] = pick(chooser, targets)
+        if kind in ("fetch", "fetch_round"):
+            if chooser.integer(0, 3) == 0:
+                data["max_records"] = chooser.integer(1, 3)
+            if chooser.integer(0, 5) == 0:
+                data["max_wait_ms"] = 0
+        elif kind == "crash" and chooser.integer(0, 3) == 0:
+            data["unflushed_from"] = chooser.integer(0, _leo(obs, data["replica"]))
     return step_from_dict(data)
 
 
@@ -182,7 +218,10 @@ def own_path(
     obs: dict[str, Any] | None = None
     produced = 0
     for number in range(1, steps + 1):
-        step = propose(chooser, config, obs, kinds, produced)
+        proposed = propose(chooser, config, obs, kinds, produced)
+        if proposed is None:
+            break
+        step = proposed
         run.sent.append(step)
         do = wire_step(step, produced)
         run.steps.append(dict(do))

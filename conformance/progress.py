@@ -153,6 +153,10 @@ class _View:
         return out
 
 
+View = _View
+"""What one observation says (public: the safety fuzzer's proposals read it too, ``own_path.py``)."""
+
+
 def goals(config: Config, obs: Mapping[str, Any], checked: Iterable[str] = PROPERTIES) -> list[Finding]:
     """The PROGRESS-* properties that do not hold in ``obs`` (each with the replica and the
     values), among ``checked``."""

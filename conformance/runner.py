@@ -43,7 +43,9 @@ from .fixtures import Fixture, FixtureStep
 from .judge import CannotAnswer, judge
 from .levels import coverage_record
 from .limits import config_reason, run_reason
+from .safety import Coverage, SafetyMonitor
 from .step_states import step_states
+from .wire import wire_step
 
 OUTCOMES = ("passed", "failed", "errored", "skipped")
 
@@ -277,6 +279,10 @@ def run_fixture(
     result.failures, result.stopped, result.steps_run = verdict.failures, verdict.stopped, verdict.steps_run
     result.progress = verdict.progress
     result.safety = coverage_record(verdict.coverage)
+    if any(c.applicable and not c.checked and not c.missing for c in verdict.coverage.values()):
+        for pid, c in reference_coverage(fixture, lowered, description).items():
+            if pid in result.safety:
+                result.safety[pid]["exercised"] = c.checked
     result.levels = verdict.verdicts(safety_only=level == "safety")
     relevant = [f for f in verdict.failures if f["level"] in FAILING_AT[level] and "known" not in f]
     if not relevant:
@@ -303,6 +309,25 @@ def run_fixture(
     else:
         text = f"{where}: {first['field']}: expected {first['expected']!r}, got {first['actual']!r}{tail}"
     return finish("failed", text, divergence=divergence)
+
+
+def reference_coverage(fixture: Fixture, lowered: Plan, description: Description) -> dict[str, Coverage]:
+    """How often the reference, on the same lowered run, evaluates each safety property:
+    whether the run exercises a property at all (``safety.certificate``'s ``exercised``).
+    Computed only for a run where the implementation left a property unchecked."""
+    monitor = SafetyMonitor(fixture.config, steps=frozenset(description.steps))
+    produced = 0
+    for ps in lowered.steps:
+        if ps.internal:
+            continue
+        do = wire_step(ps.step, produced)
+        if ps.rejected is not None or ps.observation is None:
+            monitor.refused(do)
+            continue
+        if do["kind"] == "produce":
+            produced += 1
+        monitor.observe(do, ps.observation)
+    return monitor.coverage()
 
 
 def differences(failures: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -666,11 +666,19 @@ class SafetyMonitor:
         return out
 
 
-def certificate(coverages: Iterable[dict[str, Coverage]]) -> tuple[bool, str]:
+def certificate(
+    coverages: Iterable[dict[str, Coverage]], exercised: Mapping[str, int] | None = None
+) -> tuple[bool, str]:
     """Whether safety is established over a set of runs: every required property that
     applies (in some run) was evaluated at least once. The reason names each that was not,
     with the fields it needs that some run lacked ("not checkable") or, if none, why no run
-    gave it data ("never checked")."""
+    gave it data ("never checked").
+
+    ``exercised``: how often the *reference*, on the same runs, evaluated each property.
+    A property the runs never exercise even on the reference (a selection of fixtures
+    without a consume, say) says nothing about the implementation: it is named "not
+    exercised by these runs" and does not block the certificate. One the reference did
+    evaluate and the implementation never did (it refused the steps, or did nothing) does."""
     checked: dict[str, int] = {}
     missing: dict[str, set[str]] = {}
     applicable: set[str] = set()
@@ -685,10 +693,14 @@ def certificate(coverages: Iterable[dict[str, Coverage]]) -> tuple[bool, str]:
     if not runs:
         return False, "safety not established: no run"
     problems = []
+    idle = []
     for pid, prop in PROPERTIES.items():
         if not prop.required or pid not in applicable or checked.get(pid, 0):
             continue
         lacks = sorted(missing.get(pid) or ())
+        if not lacks and exercised is not None and not exercised.get(pid, 0):
+            idle.append(pid)
+            continue
         if lacks:
             top = [f for f in lacks if not f.startswith("replicas.")]
             reps = [f.removeprefix("replicas.") for f in lacks if f.startswith("replicas.")]
@@ -700,8 +712,11 @@ def certificate(coverages: Iterable[dict[str, Coverage]]) -> tuple[bool, str]:
             problems.append(f"{pid} never checked ({prop.unchecked})")
     if problems:
         return False, "safety not established: " + "; ".join(problems)
-    required = sorted(p for p in applicable if PROPERTIES[p].required)
-    return True, f"safety established: {len(required)} properties checked ({', '.join(required)})"
+    required = sorted(p for p in applicable if PROPERTIES[p].required and p not in idle)
+    text = f"safety established: {len(required)} properties checked ({', '.join(required)})"
+    if idle:
+        text += f"; not exercised by these runs, on the reference either: {', '.join(idle)}"
+    return True, text
 
 
 # --- helpers over observations -------------------------------------------------------------

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import json
 import random
 import re
 import time
@@ -112,6 +113,8 @@ class Exercised:
     rules: Counter[str] = field(default_factory=Counter)
     safety: dict[str, Coverage] = field(default_factory=dict)
     """Per safety property, over every run judged: how often it was checked, what it lacked."""
+    exercised: Counter[str] = field(default_factory=Counter)
+    """Per safety property: how often the reference evaluated it on the same runs."""
     skipped: Counter[str] = field(default_factory=Counter)
     """Runs that needed what the implementation declares it lacks (its limits), by reason."""
     refusals: Counter[str] = field(default_factory=Counter)
@@ -134,8 +137,9 @@ class Exercised:
                 )
 
     def certificate(self) -> tuple[bool, str]:
-        """``safety.certificate`` over every run judged."""
-        return certificate([self.safety] if self.safety else [])
+        """``safety.certificate`` over every run judged (with what the reference exercised on
+        the same runs, for runs drawn on the reference; strict on the implementation's own path)."""
+        return certificate([self.safety] if self.safety else [], self.exercised or None)
 
     @property
     def total_steps(self) -> int:
@@ -302,6 +306,8 @@ class Judge:
             upto = result.steps_run + 1 if where == "step" else 0
             return self._disagreement(f"error:{where}", f"the implementation failed: {result.reason}", upto, ())
         if result.outcome in ("passed", "failed"):
+            for pid, c in result.safety.items():
+                self.stats.exercised[pid] += int(c.get("exercised", c["checked"]))
             self.stats.cover(
                 {
                     pid: Coverage(int(c["checked"]), tuple(c["missing"]), bool(c["applicable"]))
@@ -335,7 +341,9 @@ class Judge:
             text = (
                 f"{first['field']}: reference {first['expected']!r}, implementation {first['actual']!r} [level {level}]"
             )
-        message = f"step {number} {do}: {text} [rules fired by the reference: {' '.join(rules)}]"
+        shown = _step_text(do) if do else f"({first['kind']}, in the fair suffix after the run)"
+        fired = f" [rules fired by the reference: {' '.join(rules)}]" if rules else ""
+        message = f"step {number} {shown}: {text}{fired}"
         return self._disagreement(signature, message, number, rules)
 
     def _disagreement(self, signature: str, message: str, upto: int, rules: tuple[str, ...]) -> Disagreement:
@@ -395,6 +403,14 @@ def own_path_run(
     judge.stats.runs += 1
     run = own_path(judge.adapter, judge.description, config, chooser, steps, swarm(chooser, judge.weights(weights)))
     return judge.own(config, run)
+
+
+def _step_text(do: Mapping[str, Any]) -> str:
+    """A step as a user writes it in a fixture: ``produce values=[v1] acks=all``."""
+    fields = " ".join(
+        f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in do.items() if k != "kind" and v is not None
+    )
+    return f"({do.get('kind')}{' ' + fields if fields else ''})"
 
 
 def random_run(

@@ -77,7 +77,8 @@ class Aggregate:
                 if verdict == "failed":
                     self.level_failed[(impl, level)] += 1
             for pid, c in (result.get("safety") or {}).items():
-                self._cover((impl, pid), [int(c["checked"]), sorted(c["missing"]), bool(c["applicable"])])
+                exercised = int(c.get("exercised", c["checked"]))
+                self._cover((impl, pid), [int(c["checked"]), sorted(c["missing"]), bool(c["applicable"]), exercised])
         if outcome == "skipped":
             self.skips[(impl, str(result.get("reason") or "no reason given"))] += 1
         else:
@@ -99,11 +100,12 @@ class Aggregate:
     def _cover(self, key: tuple[str, str], row: list[Any]) -> None:
         mine = self.safety.get(key)
         if mine is None:
-            self.safety[key] = [row[0], list(row[1]), row[2]]
+            self.safety[key] = [row[0], list(row[1]), row[2], row[3] if len(row) > 3 else row[0]]
             return
         mine[0] += row[0]
         mine[1] = sorted({*mine[1], *row[1]})
         mine[2] = mine[2] or row[2]
+        mine[3] += row[3] if len(row) > 3 else row[0]
 
     def add_malformed(self, order: OrderKey, result: dict[str, Any], fixture: dict[str, Any]) -> None:
         """A corpus line that is not a trace: errored for every implementation."""
@@ -173,7 +175,10 @@ class Aggregate:
         agg.skips.update({(i, r): int(n) for i, r, n in data.get("skips", [])})
         agg.level_failed.update({(i, lv): int(n) for i, lv, n in data.get("level_failed", [])})
         agg.judged.update({k: int(v) for k, v in data.get("judged", {}).items()})
-        agg.safety = {(i, p): [int(r[0]), list(r[1]), bool(r[2])] for i, p, r in data.get("safety", [])}
+        agg.safety = {
+            (i, p): [int(r[0]), list(r[1]), bool(r[2]), int(r[3] if len(r) > 3 else r[0])]
+            for i, p, r in data.get("safety", [])
+        }
         return agg
 
 
@@ -191,7 +196,8 @@ def level_met_of(agg: Aggregate, impl: str) -> str:
     if level == "none":
         return level
     coverage = {p: Coverage(int(r[0]), tuple(r[1]), bool(r[2])) for (i, p), r in agg.safety.items() if i == impl}
-    established, reason = certificate([coverage] if coverage else [])
+    exercised = {p: int(r[3]) for (i, p), r in agg.safety.items() if i == impl}
+    established, reason = certificate([coverage] if coverage else [], exercised)
     return level if established else reason
 
 
