@@ -279,7 +279,9 @@ def run_fixture(
     result.failures, result.stopped, result.steps_run = verdict.failures, verdict.stopped, verdict.steps_run
     result.progress = verdict.progress
     result.safety = coverage_record(verdict.coverage)
-    if any(c.applicable and not c.checked and not c.missing for c in verdict.coverage.values()):
+    if not getattr(adapter, "trusted", False) and any(
+        c.applicable and not c.checked and not c.missing for c in verdict.coverage.values()
+    ):
         for pid, c in reference_coverage(fixture, lowered, description).items():
             if pid in result.safety:
                 result.safety[pid]["exercised"] = c.checked
@@ -312,10 +314,22 @@ def run_fixture(
 
 
 def reference_coverage(fixture: Fixture, lowered: Plan, description: Description) -> dict[str, Coverage]:
-    """How often the reference, on the same lowered run, evaluates each safety property:
-    whether the run exercises a property at all (``safety.certificate``'s ``exercised``).
-    Computed only for a run where the implementation left a property unchecked."""
+    """How often the reference, on the same run, evaluates each safety property: whether
+    the run exercises a property at all (``safety.certificate``'s ``exercised``). Computed
+    only for a run where the implementation left a property unchecked: from the fixture's
+    own expectations where every step states the whole observation (corpus traces, fuzz and
+    explore runs: no reference is run), else from the reference's lowered run."""
     monitor = SafetyMonitor(fixture.config, steps=frozenset(description.steps))
+    if all(fs.expect_rejected is not None or (fs.expect and "in_flight" in fs.expect) for fs in fixture.steps):
+        produced = 0
+        for fs in fixture.steps:
+            do = wire_step(fs.step, produced)
+            if fs.expect_rejected is not None or fs.expect is None:
+                monitor.refused(do)
+                continue
+            produced += fs.step.kind == "produce"
+            monitor.observe(do, fs.expect)
+        return monitor.coverage()
     produced = 0
     for ps in lowered.steps:
         if ps.internal:
