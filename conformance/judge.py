@@ -244,6 +244,8 @@ def judge(
                         }
                     )
     note_observed()
+    if frontier is not None:  # the choice points settled had to resolve otherwise than Kafka (settle.py)
+        result.notes.extend(f"settled assumed {choice}" for choice in frontier.assumed())
     return result
 
 

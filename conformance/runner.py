@@ -250,6 +250,7 @@ def run_fixture(
     except ConventionError as exc:
         return finish("errored", f"describe: {exc}")
     result.failures, result.stopped, result.steps_run = verdict.failures, verdict.stopped, verdict.steps_run
+    result.notes = verdict.notes  # the lowering's, and the choices settled assumed (judge.py)
     result.levels = verdict.verdicts(safety_only=level == "safety")
     relevant = [f for f in verdict.failures if f["level"] in FAILING_AT[level]]
     if not relevant:

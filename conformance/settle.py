@@ -1,20 +1,35 @@
 """Trace validation for the ``settled`` level (Cirstea, Kuppe, Loillier, Merz, 2024:
-"Validating Traces of Distributed Programs Against TLA+ Specifications").
+"Validating Traces of Distributed Programs Against TLA+ Specifications"), over the spec's
+choice points (spec/replication.md, "Choice points", CHOICE-1..7).
 
-The spec leaves some timing open: a parked fetch may be answered as soon as the leader
-likes (``replica.fetch.wait.max.ms`` is an upper bound), and an implementation without
-split steps receives an answer whenever it arrives. So instead of one reference state,
-kconform keeps the *set* of reference states that the visible steps sent so far can reach
-with up to ``INTERNAL_BOUND`` internal steps after each of them. Internal steps are:
+Kafka leaves some behaviour open: when a parked fetch is answered, which eligible replica is
+elected, how many records an answer or a consumer read carries, when the ISR expiry check and
+the HW checkpoint run. The reference takes Kafka's own resolution at each (its default); a
+correct implementation may take another. So instead of one reference state, kconform keeps
+the *set* of reference states that the visible steps sent so far can reach, where each
+visible step may be resolved in any way its choice rule allows (``resolutions``) and is
+followed by up to ``INTERNAL_BOUND`` internal steps (``internal``):
 
-- a parked fetch answered now (FETCH-PARK-3 before its deadline);
-- an answer delivered now (``deliver_fetch``, ``deliver_epoch``, ``deliver_leader_and_isr``,
-  ``deliver_alter_partition``),
-  only for kinds the implementation cannot be sent (it does them by itself).
+- CHOICE-1: a parked fetch answered now (FETCH-PARK-3 before its deadline), also inside a
+  ``fetch_round``, whose early answer is then received in the same round;
+- CHOICE-2: an answer delivered now (``deliver_fetch``, ``deliver_epoch``,
+  ``deliver_leader_and_isr``, ``deliver_alter_partition``), only for kinds the
+  implementation cannot be sent (it does them by itself);
+- CHOICE-3: an ``elect`` electing another eligible replica than the first in assignment order;
+- CHOICE-4: a fetch answer carrying fewer records (at least one) than are there to read;
+- CHOICE-5: a consumer read returning fewer records (at least one) than are below the HW;
+- CHOICE-6: the leader's ISR expiry check run now, as well as on its schedule;
+- CHOICE-7: a restarting broker's checkpoint written later than its schedule (any HW it
+  held since the last scheduled write).
+
+Every state carries the choices assumed on its way (``Frontier.assumed`` reports those of the
+surviving path that assumes least). A defect cannot hide behind a choice: each resolution is
+the reference's own action with another admissible value, so an HW, a record, a leader or an
+ISR no resolution produces still fails.
 
 At a checkpoint the set keeps the states whose outcome fields match the implementation's
 observation; none matching is a ``settled`` failure (the set is then left as it was, so the
-run goes on). The set is capped at ``FRONTIER_CAP`` states, the plain reference path first.
+run goes on). The set is capped at ``FRONTIER_CAP`` states, those assuming least first.
 
 Acceptance is judged the same way (``decide``): an implementation that refuses a step the
 reference performs (or performs one it refuses) is not at fault if some state of the set
@@ -30,12 +45,47 @@ from dataclasses import replace
 from typing import Any
 
 from reference_impl import State, Step, StepRejected, apply, observe
-from reference_impl.steps import DeliverAlterPartition, DeliverEpoch, DeliverFetch, DeliverLeaderAndIsr, Tick
+from reference_impl.choices import consume_at_most, cut_fetch_answer, elect_preferring, with_checkpoint
+from reference_impl.state import LEADER
+from reference_impl.steps import (
+    Consume,
+    DeliverAlterPartition,
+    DeliverEpoch,
+    DeliverFetch,
+    DeliverLeaderAndIsr,
+    Elect,
+    Fetch,
+    FetchRound,
+    IsrExpiration,
+    Restart,
+    Tick,
+)
 
 from .compare import first_divergence
 
 INTERNAL_BOUND = 2
-FRONTIER_CAP = 64
+"""Internal steps after each visible one: an early answer and its delivery (CHOICE-1, -2)
+is the longest chain an implementation without split steps needs."""
+FRONTIER_CAP = 256
+"""Raised from 64 with the choice points: a fetch answer may carry any number of its
+records (CHOICE-4) and an election may pick any eligible replica (CHOICE-3), so a fixture
+step can fan out into a few dozen states before the next checkpoint filters them. The
+states that assume least are kept first, so the cap only drops the most contrived
+explanations (tests/test_choices.py: the bundled fixtures never reach it)."""
+
+Why = tuple[str, ...]
+"""The choices a state's path assumed: ``"CHOICE-n: what"`` each, in the order taken."""
+
+CHOICES = {
+    "CHOICE-1": "a parked fetch answered before replica.fetch.wait.max.ms",
+    "CHOICE-2": "an answer received as soon as it arrived (no step to be sent it)",
+    "CHOICE-3": "another eligible replica elected than the first in assignment order",
+    "CHOICE-4": "a fetch answer carrying fewer of the records there were to read (at least one)",
+    "CHOICE-5": "a consumer read returning fewer of the records below the HW (at least one)",
+    "CHOICE-6": "the ISR expiry check run earlier than its replica.lag.time.max.ms / 2 schedule",
+    "CHOICE-7": "the HW checkpoint written later than its scheduled run (before the crash)",
+}
+"""The choice points the frontier resolves (spec/replication.md, "Choice points")."""
 
 
 def answer_parked_now(state: State, follower: str | None = None) -> list[State]:
@@ -76,8 +126,111 @@ def _deliveries(state: State, lacking: frozenset[str]) -> list[State]:
     return out
 
 
+def _cut_answers(state: State) -> list[tuple[State, str]]:
+    """CHOICE-4 on answers in flight: each fetch answer with n > 1 records cut to 1..n-1."""
+    out = []
+    for index, answer in enumerate(state.fetch_responses):
+        for keep in range(1, len(answer.records)):
+            why = f"CHOICE-4: the fetch answer to {answer.dst} carried {keep} of {len(answer.records)} records"
+            out.append((cut_fetch_answer(state, index, keep), why))
+    return out
+
+
+def _early_isr_check(state: State) -> list[tuple[State, str]]:
+    """CHOICE-6: the current leader's ISR expiry check run now, where it drops someone."""
+    leader_id = state.controller.leader
+    if leader_id is None:
+        return []
+    leader = state.replica(leader_id)
+    if not leader.online or leader.role is not LEADER:
+        return []
+    try:
+        after = apply(state, IsrExpiration(leader_id))
+    except StepRejected:
+        return []
+    if not any(rule in after.fired for rule in ("ISR-SHRINK-1", "ISR-SHRINK-2")):
+        return []
+    return [(after, f"CHOICE-6: {leader_id}'s ISR expiry check ran early, at {state.clock_ms} ms")]
+
+
+def internal(state: State, lacking: frozenset[str]) -> list[tuple[State, str]]:
+    """The internal steps from ``state``, each with the choice it assumes."""
+    out = [(t, "CHOICE-1: a parked fetch answered early") for t in answer_parked_now(state)]
+    out += [(t, "CHOICE-2: an answer received as it arrived") for t in _deliveries(state, lacking)]
+    if state.fetch_responses:
+        out += _cut_answers(state)
+    out += _early_isr_check(state)
+    return out
+
+
 def internal_successors(state: State, lacking: frozenset[str]) -> list[State]:
-    return answer_parked_now(state) + _deliveries(state, lacking)
+    """The states one internal step away (``internal`` without the reasons)."""
+    return [t for t, _ in internal(state, lacking)]
+
+
+def resolutions(state: State, step: Step) -> list[tuple[State, str]]:
+    """The non-default resolutions of a visible ``step`` from ``state`` (the default is
+    ``apply``'s), each with the choice it assumes; refused ones are left out."""
+    out: list[tuple[State, str]] = []
+
+    def attempt(make: Callable[[], State], why: str) -> None:
+        try:
+            out.append((make(), why))
+        except StepRejected:
+            pass
+
+    if isinstance(step, FetchRound) and step.max_records is None:  # a split fetch's answer: ``internal``
+        follower = state.replica(step.replica)
+        leader_id = follower.leader
+        available = state.replica(leader_id).leo - follower.leo if leader_id in state.config.position else 0
+        for keep in range(1, available):
+            cut = replace(step, max_records=keep)
+            attempt(lambda: apply(state, cut), f"CHOICE-4: {step.replica}'s fetch read {keep} of {available} records")
+    if isinstance(step, FetchRound):
+        try:
+            sent = apply(state, Fetch(step.replica, step.max_records, step.max_wait_ms))
+        except StepRejected:
+            sent = None
+        for answered in answer_parked_now(sent, step.replica) if sent is not None else []:
+            attempt(
+                lambda: apply(answered, DeliverFetch(step.replica)),
+                f"CHOICE-1: {step.replica}'s fetch answered at once, within its round",
+            )
+    elif isinstance(step, Elect) and step.leader is None:
+        try:
+            default = apply(state, step).controller.leader
+        except StepRejected:
+            return out
+        for candidate in state.config.replicas:
+            if candidate == default or not state.replica(candidate).online:
+                continue
+            try:
+                after = elect_preferring(state, step, candidate)
+            except StepRejected:
+                continue
+            if after.controller.leader == candidate:
+                out.append((after, f"CHOICE-3: elected {candidate} where Kafka elects {default}"))
+    elif isinstance(step, Consume):
+        try:
+            default_read = apply(state, step).consumed
+        except StepRejected:
+            return out
+        n = len(default_read.records) if default_read is not None else 0
+        for keep in range(1, n):
+            attempt(lambda: consume_at_most(state, step, keep), f"CHOICE-5: the read returned {keep} of {n} records")
+    elif isinstance(step, Restart):
+        replica = state.replica(step.replica)
+        for hw in range(replica.checkpoint_hw + 1, replica.hw + 1):
+            attempt(
+                lambda: apply(with_checkpoint(state, step.replica, hw), step),
+                f"CHOICE-7: {step.replica}'s checkpoint held HW {hw}, written after its last scheduled run",
+            )
+    return out
+
+
+def _ranked(found: dict[State, Why]) -> list[State]:
+    """The states, those assuming least first (stable), cut at ``FRONTIER_CAP``."""
+    return sorted(found, key=lambda s: len(found[s]))[:FRONTIER_CAP]
 
 
 class Frontier:
@@ -92,6 +245,8 @@ class Frontier:
         self.lacking = frozenset(lacking)
         self._start = start
         self._states: list[State] | None = None
+        self._why: dict[State, Why] = {}
+        """The choices each state of the set assumed on its way (none: Kafka's own path)."""
         self._pending: list[tuple[Any, ...]] = []
         self._main: State | None = start
         """The reference's own state before the next step: its successor is given to
@@ -106,18 +261,33 @@ class Frontier:
         """The set, brought up to date (the list itself: callers may add to it)."""
         return self._flush()
 
-    def _expand(self, states: list[State]) -> list[State]:
-        seen: dict[State, None] = dict.fromkeys(states)
-        layer = list(states)
+    def assumed(self) -> list[str]:
+        """The choices (``"CHOICE-n: what"``) the surviving path that assumes least took, in
+        order; empty while the reference's own path (Kafka's defaults) explains everything
+        shown. Brings the set up to date only if it was ever computed."""
+        if self._states is None:
+            return []
+        states = self._flush()
+        if not states:
+            return []
+        best = min(states, key=lambda s: len(self._why.get(s, ())))
+        return list(self._why.get(best, ()))
+
+    def _expand(self, found: dict[State, Why]) -> list[State]:
+        seen = dict(found)
+        layer = list(found)
         for _ in range(INTERNAL_BOUND):
             nxt = []
             for s in layer:
-                for t in internal_successors(s, self.lacking):
+                if len(seen) >= FRONTIER_CAP:
+                    break
+                for t, why in internal(s, self.lacking):
                     if t not in seen and len(seen) < FRONTIER_CAP:
-                        seen[t] = None
+                        seen[t] = (*seen[s], why)
                         nxt.append(t)
             layer = nxt
-        return list(seen)
+        self._why = seen
+        return _ranked(seen)
 
     def step(self, step: Step, main: State | Callable[[], State] | None, internal: bool = False) -> None:
         """Apply a visible step (or, ``internal``, one the implementation did by itself).
@@ -137,21 +307,28 @@ class Frontier:
     def decide(self, step: Step, performed: bool) -> bool:
         """At a step the implementation ``performed`` (or refused) where the reference's own
         path did the opposite: whether some state of the set does the same; if so the set
-        keeps those (moved by the step when performed) and is ``detached``. Otherwise the set
-        is left as it was (a ``settled`` failure: the caller says so)."""
-        agree = []
+        keeps those (moved by the step, in any of its resolutions, when performed) and is
+        ``detached``. Otherwise the set is left as it was (a ``settled`` failure: the caller
+        says so)."""
+        agree: dict[State, Why] = {}
         for s in self._flush():
+            why = self._why.get(s, ())
             try:
                 after = apply(s, step)
             except StepRejected:
                 if not performed:
-                    agree.append(s)
+                    agree.setdefault(s, why)
                 continue
             if performed:
-                agree.append(after)
+                agree.setdefault(after, why)
+                for t, choice in resolutions(s, step):
+                    agree.setdefault(t, (*why, choice))
         if not agree:
             return False
-        self._states = self._expand(list(dict.fromkeys(agree))) if performed else agree
+        if performed:
+            self._states = self._expand(agree)
+        else:
+            self._states, self._why = list(agree), agree
         self._main, self.detached = None, True
         return True
 
@@ -176,7 +353,7 @@ class Frontier:
 
     def _flush(self) -> list[State]:
         if self._states is None:
-            self._states = self._expand([self._start])
+            self._states = self._expand({self._start: ()})
         pending, self._pending = self._pending, []
         for kind, *args in pending:
             if kind == "step":
@@ -184,6 +361,7 @@ class Frontier:
             elif kind == "include":
                 if not self.detached and args[0] not in self._states:
                     self._states.insert(0, args[0])
+                    self._why.setdefault(args[0], ())
             elif kind == "refuse":
                 self._states = [s for s in self._states if _refuses(s, args[0])]
             elif args[2] is None or args[2]():
@@ -196,21 +374,26 @@ class Frontier:
         assert self._states is not None
         if main is not None and not isinstance(main, State):
             main = None if self.detached else main()  # detached: the reference's own path is not needed
-        moved = []
+        moved: dict[State, Why] = {}
+        if main is not None and not self.detached:
+            moved[main] = ()
         for s in self._states:
+            why = self._why.get(s, ())
             if main is not None and s is self._main:
-                moved.append(main)
-                continue
-            try:
-                moved.append(apply(s, step))
-            except StepRejected:
-                continue
+                moved.setdefault(main, why)
+            else:
+                try:
+                    moved.setdefault(apply(s, step), why)
+                except StepRejected:
+                    pass
+            if not internal:
+                for t, choice in resolutions(s, step):
+                    moved.setdefault(t, (*why, choice))
         if internal:
-            moved += self._states  # it may have happened earlier, already
-        if main is not None and not self.detached and main not in moved:
-            moved.insert(0, main)
+            for s in self._states:  # it may have happened earlier, already
+                moved.setdefault(s, self._why.get(s, ()))
         self._main = None if self.detached else main
-        self._states = self._expand(list(dict.fromkeys(moved)))
+        self._states = self._expand(moved)
 
     def _filter(self, expected: dict[str, Any], observed: dict[str, Any]) -> bool:
         assert self._states is not None
