@@ -29,7 +29,7 @@ ISR no resolution produces still fails.
 
 At a checkpoint the set keeps the states whose outcome fields match the implementation's
 observation; none matching is a ``settled`` failure (the set is then left as it was, so the
-run goes on). The set is capped at ``FRONTIER_CAP`` states, those assuming least first.
+run goes on). The set is capped at ``FRONTIER_CAP`` states, the reference's own path first.
 
 Acceptance is judged the same way (``decide``): an implementation that refuses a step the
 reference performs (or performs one it refuses) is not at fault if some state of the set
@@ -66,12 +66,14 @@ from .compare import first_divergence
 INTERNAL_BOUND = 2
 """Internal steps after each visible one: an early answer and its delivery (CHOICE-1, -2)
 is the longest chain an implementation without split steps needs."""
-FRONTIER_CAP = 256
+FRONTIER_CAP = 4096
 """Raised from 64 with the choice points: a fetch answer may carry any number of its
-records (CHOICE-4) and an election may pick any eligible replica (CHOICE-3), so a fixture
-step can fan out into a few dozen states before the next checkpoint filters them. The
-states that assume least are kept first, so the cap only drops the most contrived
-explanations (tests/test_choices.py: the bundled fixtures never reach it)."""
+records (CHOICE-4) and an election may pick any eligible replica (CHOICE-3), so the steps
+between two checkpoints fan out: four answers of up to six records received before the
+next quiescent point are up to 6^4 distinct states, each a follower at another offset
+(``kconform fuzz --impl choice-fetch-one-record --generation hw-truncation --seed 1``
+needs more than 1024). Past the cap the states found first are kept: the reference's own
+path, then each resolution in the order ``resolutions`` and ``internal`` list them."""
 
 Why = tuple[str, ...]
 """The choices a state's path assumed: ``"CHOICE-n: what"`` each, in the order taken."""
@@ -126,13 +128,23 @@ def _deliveries(state: State, lacking: frozenset[str]) -> list[State]:
     return out
 
 
-def _cut_answers(state: State) -> list[tuple[State, str]]:
-    """CHOICE-4 on answers in flight: each fetch answer with n > 1 records cut to 1..n-1."""
+def _cut_deliveries(state: State, replica: str | None = None) -> list[tuple[State, str]]:
+    """CHOICE-4 at delivery: the fetch answer to ``replica`` (or each in flight), with n > 1
+    records, cut to 1..n-1 and delivered. Cut when it arrives rather than when it is made:
+    nothing reads an answer before its delivery, and independent answers in flight then do
+    not multiply the set before any of them is received."""
     out = []
     for index, answer in enumerate(state.fetch_responses):
+        if replica is not None and answer.dst != replica:
+            continue
         for keep in range(1, len(answer.records)):
             why = f"CHOICE-4: the fetch answer to {answer.dst} carried {keep} of {len(answer.records)} records"
-            out.append((cut_fetch_answer(state, index, keep), why))
+            try:
+                out.append((apply(cut_fetch_answer(state, index, keep), DeliverFetch(answer.dst)), why))
+            except StepRejected:
+                continue
+        if replica is not None:
+            break  # only the first answer to it is delivered
     return out
 
 
@@ -157,8 +169,8 @@ def internal(state: State, lacking: frozenset[str]) -> list[tuple[State, str]]:
     """The internal steps from ``state``, each with the choice it assumes."""
     out = [(t, "CHOICE-1: a parked fetch answered early") for t in answer_parked_now(state)]
     out += [(t, "CHOICE-2: an answer received as it arrived") for t in _deliveries(state, lacking)]
-    if state.fetch_responses:
-        out += _cut_answers(state)
+    if state.fetch_responses and "deliver_fetch" in lacking:
+        out += _cut_deliveries(state)
     out += _early_isr_check(state)
     return out
 
@@ -179,7 +191,9 @@ def resolutions(state: State, step: Step) -> list[tuple[State, str]]:
         except StepRejected:
             pass
 
-    if isinstance(step, FetchRound) and step.max_records is None:  # a split fetch's answer: ``internal``
+    if isinstance(step, DeliverFetch):
+        out += _cut_deliveries(state, step.replica)
+    if isinstance(step, FetchRound) and step.max_records is None:
         follower = state.replica(step.replica)
         leader_id = follower.leader
         available = state.replica(leader_id).leo - follower.leo if leader_id in state.config.position else 0
@@ -229,8 +243,8 @@ def resolutions(state: State, step: Step) -> list[tuple[State, str]]:
 
 
 def _ranked(found: dict[State, Why]) -> list[State]:
-    """The states, those assuming least first (stable), cut at ``FRONTIER_CAP``."""
-    return sorted(found, key=lambda s: len(found[s]))[:FRONTIER_CAP]
+    """The states in the order found (the reference's own path first), cut at ``FRONTIER_CAP``."""
+    return list(found)[:FRONTIER_CAP]
 
 
 class Frontier:
