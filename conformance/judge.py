@@ -231,7 +231,7 @@ def judge(
             elif not (n == last_check or ps.quiescent()):
                 continue
             elif not frontier.match(part, observation):
-                for d in misses:
+                for d in frontier.nearest(part, observation) or misses:  # against the closest state
                     result.failures.append(
                         {
                             **cwhere,

@@ -61,7 +61,7 @@ from reference_impl.steps import (
     Tick,
 )
 
-from .compare import first_divergence
+from .compare import Divergence, all_divergences, first_divergence
 
 INTERNAL_BOUND = 2
 """Internal steps after each visible one: an early answer and its delivery (CHOICE-1, -2)
@@ -74,6 +74,14 @@ next quiescent point are up to 6^4 distinct states, each a follower at another o
 (``kconform fuzz --impl choice-fetch-one-record --generation hw-truncation --seed 1``
 needs more than 1024). Past the cap the states found first are kept: the reference's own
 path, then each resolution in the order ``resolutions`` and ``internal`` list them."""
+
+SMALLER_ANSWERS = 8
+"""CHOICE-4, -5: the shorter answers the frontier tries, 1 to this many records (besides the
+whole answer). The rules allow any count from one; trying every count of a 100-record answer
+on two followers before a checkpoint is 10^4 states (seed 12), so the frontier stops at
+eight: an implementation whose answers carry between 9 records and all but one can be
+reported where it is correct (docs/levels.md says so). One record per answer, the extreme,
+is always tried."""
 
 Why = tuple[str, ...]
 """The choices a state's path assumed: ``"CHOICE-n: what"`` each, in the order taken."""
@@ -137,7 +145,7 @@ def _cut_deliveries(state: State, replica: str | None = None) -> list[tuple[Stat
     for index, answer in enumerate(state.fetch_responses):
         if replica is not None and answer.dst != replica:
             continue
-        for keep in range(1, len(answer.records)):
+        for keep in range(1, min(len(answer.records), SMALLER_ANSWERS + 1)):
             why = f"CHOICE-4: the fetch answer to {answer.dst} carried {keep} of {len(answer.records)} records"
             try:
                 out.append((apply(cut_fetch_answer(state, index, keep), DeliverFetch(answer.dst)), why))
@@ -165,10 +173,13 @@ def _early_isr_check(state: State) -> list[tuple[State, str]]:
     return [(after, f"CHOICE-6: {leader_id}'s ISR expiry check ran early, at {state.clock_ms} ms")]
 
 
-def internal(state: State, lacking: frozenset[str]) -> list[tuple[State, str]]:
-    """The internal steps from ``state``, each with the choice it assumes."""
+def internal(state: State, lacking: frozenset[str], every: bool = True) -> list[tuple[State, str]]:
+    """The internal steps from ``state``, each with the choice it assumes; only the timing
+    ones (CHOICE-1, -2) unless ``every``."""
     out = [(t, "CHOICE-1: a parked fetch answered early") for t in answer_parked_now(state)]
     out += [(t, "CHOICE-2: an answer received as it arrived") for t in _deliveries(state, lacking)]
+    if not every:
+        return out
     if state.fetch_responses and "deliver_fetch" in lacking:
         out += _cut_deliveries(state)
     out += _early_isr_check(state)
@@ -180,10 +191,15 @@ def internal_successors(state: State, lacking: frozenset[str]) -> list[State]:
     return [t for t, _ in internal(state, lacking)]
 
 
-def resolutions(state: State, step: Step) -> list[tuple[State, str]]:
+def resolutions(state: State, step: Step, every: bool = True) -> list[tuple[State, str]]:
     """The non-default resolutions of a visible ``step`` from ``state`` (the default is
-    ``apply``'s), each with the choice it assumes; refused ones are left out."""
+    ``apply``'s), each with the choice it assumes; refused ones are left out. Only the
+    timing one (CHOICE-1 inside a round) unless ``every``."""
     out: list[tuple[State, str]] = []
+    if not every:
+        if isinstance(step, FetchRound):
+            out += _answered_in_round(state, step)
+        return out
 
     def attempt(make: Callable[[], State], why: str) -> None:
         try:
@@ -197,19 +213,11 @@ def resolutions(state: State, step: Step) -> list[tuple[State, str]]:
         follower = state.replica(step.replica)
         leader_id = follower.leader
         available = state.replica(leader_id).leo - follower.leo if leader_id in state.config.position else 0
-        for keep in range(1, available):
+        for keep in range(1, min(available, SMALLER_ANSWERS + 1)):
             cut = replace(step, max_records=keep)
             attempt(lambda: apply(state, cut), f"CHOICE-4: {step.replica}'s fetch read {keep} of {available} records")
     if isinstance(step, FetchRound):
-        try:
-            sent = apply(state, Fetch(step.replica, step.max_records, step.max_wait_ms))
-        except StepRejected:
-            sent = None
-        for answered in answer_parked_now(sent, step.replica) if sent is not None else []:
-            attempt(
-                lambda: apply(answered, DeliverFetch(step.replica)),
-                f"CHOICE-1: {step.replica}'s fetch answered at once, within its round",
-            )
+        out += _answered_in_round(state, step)
     elif isinstance(step, Elect) and step.leader is None:
         try:
             default = apply(state, step).controller.leader
@@ -230,7 +238,7 @@ def resolutions(state: State, step: Step) -> list[tuple[State, str]]:
         except StepRejected:
             return out
         n = len(default_read.records) if default_read is not None else 0
-        for keep in range(1, n):
+        for keep in range(1, min(n, SMALLER_ANSWERS + 1)):
             attempt(lambda: consume_at_most(state, step, keep), f"CHOICE-5: the read returned {keep} of {n} records")
     elif isinstance(step, Restart):
         replica = state.replica(step.replica)
@@ -242,6 +250,22 @@ def resolutions(state: State, step: Step) -> list[tuple[State, str]]:
     return out
 
 
+def _answered_in_round(state: State, step: FetchRound) -> list[tuple[State, str]]:
+    """CHOICE-1 inside a ``fetch_round``: the fetch parked, answered at once, and the answer
+    received in the same round (FETCH-ROUND-1: the round delivers an answer made at once)."""
+    try:
+        sent = apply(state, Fetch(step.replica, step.max_records, step.max_wait_ms))
+    except StepRejected:
+        return []
+    out = []
+    for answered in answer_parked_now(sent, step.replica):
+        try:
+            out.append((apply(answered, DeliverFetch(step.replica)), f"CHOICE-1: {step.replica}'s fetch answered at once, within its round"))
+        except StepRejected:
+            continue
+    return out
+
+
 def _ranked(found: dict[State, Why]) -> list[State]:
     """The states in the order found (the reference's own path first), cut at ``FRONTIER_CAP``."""
     return list(found)[:FRONTIER_CAP]
@@ -250,10 +274,16 @@ def _ranked(found: dict[State, Why]) -> list[State]:
 class Frontier:
     """The reference states consistent with what the implementation showed so far.
 
-    Lazy: ``step`` and ``keep`` are queued and computed only when a verdict needs the set
-    (``match``, ``states``). A run whose every checkpoint matches the reference's own path
-    never computes it: the set only decides something where an observation differs from
-    the expectation, and then it is brought up to date by the same operations, in order."""
+    Lazy: the operations (``step``, ``include``, ``refuse``, ``keep``) are logged and
+    computed only when a verdict needs the set (``match``, ``decide``, ``states``). A run
+    whose every checkpoint matches the reference's own path never computes it: the set only
+    decides something where an observation differs from the expectation, and then it is
+    brought up to date by the same operations, in order.
+
+    Two tiers: the set is first built with the timing choices only (CHOICE-1, -2), which
+    are cheap and explain most implementations; when a verdict fails there, it is rebuilt
+    from the start with every choice point and the verdict asked again (``every``). The
+    second set contains the first, so nothing matched before is lost."""
 
     def __init__(self, start: State, lacking: Iterable[str]) -> None:
         self.lacking = frozenset(lacking)
@@ -261,7 +291,14 @@ class Frontier:
         self._states: list[State] | None = None
         self._why: dict[State, Why] = {}
         """The choices each state of the set assumed on its way (none: Kafka's own path)."""
-        self._pending: list[tuple[Any, ...]] = []
+        self._needed: dict[str, None] = {}
+        """The choices an observation could not be explained without, in the order needed
+        (each checkpoint's least-assuming surviving state): the reference's own state is put
+        back into the set after every step, so a later state alone would forget them."""
+        self._log: list[tuple[Any, ...]] = []
+        """Every operation so far, in order (a rebuild replays them)."""
+        self._done = 0
+        """How many operations of ``_log`` the set reflects."""
         self._main: State | None = start
         """The reference's own state before the next step: its successor is given to
         ``step`` as ``main``, so it is not computed twice (a second computation would copy
@@ -269,6 +306,8 @@ class Frontier:
         self.detached = False
         """The implementation accepted or refused a step where the reference's own path did
         the opposite (``decide``): that path is no longer in the set nor added back."""
+        self.every = False
+        """Whether the set branches over every choice point, not only the timing ones."""
 
     @property
     def states(self) -> list[State]:
@@ -276,47 +315,28 @@ class Frontier:
         return self._flush()
 
     def assumed(self) -> list[str]:
-        """The choices (``"CHOICE-n: what"``) the surviving path that assumes least took, in
-        order; empty while the reference's own path (Kafka's defaults) explains everything
-        shown. Brings the set up to date only if it was ever computed."""
-        if self._states is None:
-            return []
-        states = self._flush()
-        if not states:
-            return []
-        best = min(states, key=lambda s: len(self._why.get(s, ())))
-        return list(self._why.get(best, ()))
-
-    def _expand(self, found: dict[State, Why]) -> list[State]:
-        seen = dict(found)
-        layer = list(found)
-        for _ in range(INTERNAL_BOUND):
-            nxt = []
-            for s in layer:
-                if len(seen) >= FRONTIER_CAP:
-                    break
-                for t, why in internal(s, self.lacking):
-                    if t not in seen and len(seen) < FRONTIER_CAP:
-                        seen[t] = (*seen[s], why)
-                        nxt.append(t)
-            layer = nxt
-        self._why = seen
-        return _ranked(seen)
+        """The choices (``"CHOICE-n: what"``) the observations so far needed, in order: at
+        each checkpoint those of the surviving state that assumes least; empty while the
+        reference's own path (Kafka's defaults) explains everything shown. Brings the set up
+        to date only if it was ever computed."""
+        if self._states is not None:
+            self._flush()
+        return list(self._needed)
 
     def step(self, step: Step, main: State | Callable[[], State] | None, internal: bool = False) -> None:
         """Apply a visible step (or, ``internal``, one the implementation did by itself).
         ``main``: the reference's own state after it, or a function computing it (called
         only if the set is ever needed)."""
-        self._pending.append(("step", step, main, internal))
+        self._log.append(("step", step, main, internal))
 
     def include(self, state: State) -> None:
         """Add ``state`` to the set (first) if it is not there already."""
-        self._pending.append(("include", state))
+        self._log.append(("include", state))
 
     def refuse(self, step: Step) -> None:
         """A step the implementation and the reference both refused: keep the states that
         refuse it too (the reference's own state among them)."""
-        self._pending.append(("refuse", step))
+        self._log.append(("refuse", step))
 
     def decide(self, step: Step, performed: bool) -> bool:
         """At a step the implementation ``performed`` (or refused) where the reference's own
@@ -324,26 +344,11 @@ class Frontier:
         keeps those (moved by the step, in any of its resolutions, when performed) and is
         ``detached``. Otherwise the set is left as it was (a ``settled`` failure: the caller
         says so)."""
-        agree: dict[State, Why] = {}
-        for s in self._flush():
-            why = self._why.get(s, ())
-            try:
-                after = apply(s, step)
-            except StepRejected:
-                if not performed:
-                    agree.setdefault(s, why)
-                continue
-            if performed:
-                agree.setdefault(after, why)
-                for t, choice in resolutions(s, step):
-                    agree.setdefault(t, (*why, choice))
-        if not agree:
+        self._flush()
+        if not self._decide_now(step, performed) and not (self._widen() and self._decide_now(step, performed)):
             return False
-        if performed:
-            self._states = self._expand(agree)
-        else:
-            self._states, self._why = list(agree), agree
-        self._main, self.detached = None, True
+        self._log.append(("decide", step, performed))
+        self._done = len(self._log)
         return True
 
     def keep(
@@ -358,18 +363,50 @@ class Frontier:
         ``when`` a condition decided at that point of the run: both are called only if the
         set is ever needed (the judge filters at quiescent points, on the settled fields;
         an empty expectation filters nothing)."""
-        self._pending.append(("keep", expected, observed, when))
+        self._log.append(("keep", expected, observed, when))
 
     def match(self, expected: dict[str, Any], observed: dict[str, Any]) -> bool:
-        """Whether some state shows ``observed`` on the fields ``expected`` names; keep those."""
+        """Whether some state shows ``observed`` on the fields ``expected`` names; keep those
+        (with every choice point if the timing ones are not enough)."""
         self._flush()
-        return self._filter(expected, observed)
+        if self._filter(expected, observed):
+            self._log.append(("keep", expected, observed, None))
+            self._done = len(self._log)
+            return True
+        if self._widen() and self._filter(expected, observed):
+            self._log.append(("keep", expected, observed, None))
+            self._done = len(self._log)
+            return True
+        return False
+
+    def nearest(self, expected: dict[str, Any], observed: dict[str, Any]) -> list[Divergence]:
+        """Where ``observed`` differs, on the fields ``expected`` names, from the state of the
+        set closest to it (fewest differing fields; the reference's own path first on a tie):
+        what a ``settled`` failure reports, so a legal variation elsewhere (a follower one
+        record behind under CHOICE-4) is not blamed for the defect. Leaves the set as it is."""
+        best: list[Divergence] | None = None
+        for s in self._flush():
+            found = all_divergences(_restrict(observe(s), expected), observed)
+            if best is None or len(found) < len(best):
+                best = found
+        return best or []
+
+    def _widen(self) -> bool:
+        """Rebuild the set from the start with every choice point; False if it had them."""
+        if self.every:
+            return False
+        self.every = True
+        self._states, self._why, self._needed = None, {}, {}
+        self._main, self.detached, self._done = self._start, False, 0
+        self._flush()
+        return True
 
     def _flush(self) -> list[State]:
         if self._states is None:
             self._states = self._expand({self._start: ()})
-        pending, self._pending = self._pending, []
-        for kind, *args in pending:
+        while self._done < len(self._log):
+            kind, *args = self._log[self._done]
+            self._done += 1
             if kind == "step":
                 self._step_now(*args)
             elif kind == "include":
@@ -378,11 +415,53 @@ class Frontier:
                     self._why.setdefault(args[0], ())
             elif kind == "refuse":
                 self._states = [s for s in self._states if _refuses(s, args[0])]
+            elif kind == "decide":
+                self._decide_now(*args)
             elif args[2] is None or args[2]():
                 expected = args[0]() if callable(args[0]) else args[0]
                 if expected:
                     self._filter(expected, args[1])
         return self._states
+
+    def _decide_now(self, step: Step, performed: bool) -> bool:
+        assert self._states is not None
+        agree: dict[State, Why] = {}
+        for s in self._states:
+            why = self._why.get(s, ())
+            try:
+                after = apply(s, step)
+            except StepRejected:
+                if not performed:
+                    agree.setdefault(s, why)
+                continue
+            if performed:
+                agree.setdefault(after, why)
+                for t, choice in resolutions(s, step, self.every):
+                    agree.setdefault(t, (*why, choice))
+        if not agree:
+            return False
+        if performed:
+            self._states = self._expand(agree)
+        else:
+            self._states, self._why = list(agree), agree
+        self._main, self.detached = None, True
+        return True
+
+    def _expand(self, found: dict[State, Why]) -> list[State]:
+        seen = dict(found)
+        layer = list(found)
+        for _ in range(INTERNAL_BOUND):
+            nxt = []
+            for s in layer:
+                if len(seen) >= FRONTIER_CAP:
+                    break
+                for t, why in internal(s, self.lacking, self.every):
+                    if t not in seen and len(seen) < FRONTIER_CAP:
+                        seen[t] = (*seen[s], why)
+                        nxt.append(t)
+            layer = nxt
+        self._why = seen
+        return _ranked(seen)
 
     def _step_now(self, step: Step, main: State | Callable[[], State] | None, internal: bool) -> None:
         assert self._states is not None
@@ -401,7 +480,7 @@ class Frontier:
                 except StepRejected:
                     pass
             if not internal:
-                for t, choice in resolutions(s, step):
+                for t, choice in resolutions(s, step, self.every):
                     moved.setdefault(t, (*why, choice))
         if internal:
             for s in self._states:  # it may have happened earlier, already
@@ -414,6 +493,7 @@ class Frontier:
         keep = [s for s in self._states if first_divergence(_restrict(observe(s), expected), observed) is None]
         if keep:
             self._states = keep
+            self._needed.update(dict.fromkeys(min((self._why.get(s, ()) for s in keep), key=len)))
             return True
         return False
 

@@ -315,7 +315,8 @@ class Judge:
             expected = settled_part(expected)
             if self.frontier.match(expected, observed):
                 return True
-        for d in all_divergences(expected, observed):
+        misses = self.frontier.nearest(expected, observed) if self.frontier is not None else []
+        for d in misses or all_divergences(expected, observed):
             if self.known(d.path):
                 continue
             actual = "(not reported)" if d.actual is MISSING else d.actual
