@@ -77,7 +77,8 @@ path, then each resolution in the order ``resolutions`` and ``internal`` list th
 
 SMALLER_ANSWERS = 8
 """CHOICE-4, -5: the shorter answers the frontier tries, 1 to this many records (besides the
-whole answer). The rules allow any count from one; trying every count of a 100-record answer
+whole answer); CHOICE-7: the checkpoint values it tries, this many counting down from the
+HW the broker held at its crash. The rules allow any count from one; trying every count of a 100-record answer
 on two followers before a checkpoint is 10^4 states (seed 12), so the frontier stops at
 eight: an implementation whose answers carry between 9 records and all but one can be
 reported where it is correct (docs/levels.md says so). One record per answer, the extreme,
@@ -196,58 +197,53 @@ def resolutions(state: State, step: Step, every: bool = True) -> list[tuple[Stat
     ``apply``'s), each with the choice it assumes; refused ones are left out. Only the
     timing one (CHOICE-1 inside a round) unless ``every``."""
     out: list[tuple[State, str]] = []
+    if isinstance(step, FetchRound):
+        out += _answered_in_round(state, step)
     if not every:
-        if isinstance(step, FetchRound):
-            out += _answered_in_round(state, step)
         return out
-
-    def attempt(make: Callable[[], State], why: str) -> None:
-        try:
-            out.append((make(), why))
-        except StepRejected:
-            pass
-
     if isinstance(step, DeliverFetch):
         out += _cut_deliveries(state, step.replica)
-    if isinstance(step, FetchRound) and step.max_records is None:
+    elif isinstance(step, FetchRound) and step.max_records is None:
         follower = state.replica(step.replica)
         leader_id = follower.leader
         available = state.replica(leader_id).leo - follower.leo if leader_id in state.config.position else 0
         for keep in range(1, min(available, SMALLER_ANSWERS + 1)):
-            cut = replace(step, max_records=keep)
-            attempt(lambda: apply(state, cut), f"CHOICE-4: {step.replica}'s fetch read {keep} of {available} records")
-    if isinstance(step, FetchRound):
-        out += _answered_in_round(state, step)
+            after = _attempt(apply, state, replace(step, max_records=keep))
+            if after is not None:
+                out.append((after, f"CHOICE-4: {step.replica}'s fetch read {keep} of {available} records"))
     elif isinstance(step, Elect) and step.leader is None:
-        try:
-            default = apply(state, step).controller.leader
-        except StepRejected:
+        default = _attempt(apply, state, step)
+        if default is None:
             return out
         for candidate in state.config.replicas:
-            if candidate == default or not state.replica(candidate).online:
+            if candidate == default.controller.leader or not state.replica(candidate).online:
                 continue
-            try:
-                after = elect_preferring(state, step, candidate)
-            except StepRejected:
-                continue
-            if after.controller.leader == candidate:
-                out.append((after, f"CHOICE-3: elected {candidate} where Kafka elects {default}"))
+            after = _attempt(elect_preferring, state, step, candidate)
+            if after is not None and after.controller.leader == candidate:
+                out.append((after, f"CHOICE-3: elected {candidate} where Kafka elects {default.controller.leader}"))
     elif isinstance(step, Consume):
-        try:
-            default_read = apply(state, step).consumed
-        except StepRejected:
-            return out
-        n = len(default_read.records) if default_read is not None else 0
+        default = _attempt(apply, state, step)
+        n = len(default.consumed.records) if default is not None and default.consumed is not None else 0
         for keep in range(1, min(n, SMALLER_ANSWERS + 1)):
-            attempt(lambda: consume_at_most(state, step, keep), f"CHOICE-5: the read returned {keep} of {n} records")
+            after = _attempt(consume_at_most, state, step, keep)
+            if after is not None:
+                out.append((after, f"CHOICE-5: the read returned {keep} of {n} records"))
     elif isinstance(step, Restart):
         replica = state.replica(step.replica)
-        for hw in range(replica.checkpoint_hw + 1, replica.hw + 1):
-            attempt(
-                lambda: apply(with_checkpoint(state, step.replica, hw), step),
-                f"CHOICE-7: {step.replica}'s checkpoint held HW {hw}, written after its last scheduled run",
-            )
+        for hw in range(replica.hw, max(replica.checkpoint_hw, replica.hw - SMALLER_ANSWERS), -1):
+            after = _attempt(lambda s, h: apply(with_checkpoint(s, step.replica, h), step), state, hw)
+            if after is not None:
+                why = f"CHOICE-7: {step.replica}'s checkpoint held HW {hw}, written after its last scheduled run"
+                out.append((after, why))
     return out
+
+
+def _attempt(action: Callable[..., State], *args: Any) -> State | None:
+    """``action(*args)``, or None where the reference refuses it."""
+    try:
+        return action(*args)
+    except StepRejected:
+        return None
 
 
 def _answered_in_round(state: State, step: FetchRound) -> list[tuple[State, str]]:
@@ -260,7 +256,12 @@ def _answered_in_round(state: State, step: FetchRound) -> list[tuple[State, str]
     out = []
     for answered in answer_parked_now(sent, step.replica):
         try:
-            out.append((apply(answered, DeliverFetch(step.replica)), f"CHOICE-1: {step.replica}'s fetch answered at once, within its round"))
+            out.append(
+                (
+                    apply(answered, DeliverFetch(step.replica)),
+                    f"CHOICE-1: {step.replica}'s fetch answered at once, within its round",
+                )
+            )
         except StepRejected:
             continue
     return out
@@ -475,10 +476,9 @@ class Frontier:
             if main is not None and s is self._main:
                 moved.setdefault(main, why)
             else:
-                try:
-                    moved.setdefault(apply(s, step), why)
-                except StepRejected:
-                    pass
+                after = _attempt(apply, s, step)
+                if after is not None:
+                    moved.setdefault(after, why)
             if not internal:
                 for t, choice in resolutions(s, step, self.every):
                     moved.setdefault(t, (*why, choice))
@@ -493,7 +493,8 @@ class Frontier:
         keep = [s for s in self._states if first_divergence(_restrict(observe(s), expected), observed) is None]
         if keep:
             self._states = keep
-            self._needed.update(dict.fromkeys(min((self._why.get(s, ()) for s in keep), key=len)))
+            least: Why = min((self._why.get(s, ()) for s in keep), key=lambda why: len(why))
+            self._needed.update(dict.fromkeys(least))
             return True
         return False
 

@@ -61,7 +61,8 @@ def with_checkpoint(state: State, replica_id: str, hw: int) -> State:
     if not replica.checkpoint_hw <= hw <= replica.hw:
         raise StepRejected(
             "CHOICE-7",
-            f"with_checkpoint: {hw} is not between {replica_id}'s checkpoint {replica.checkpoint_hw} and HW {replica.hw}",
+            f"with_checkpoint: {hw} is not between {replica_id}'s checkpoint {replica.checkpoint_hw} "
+            f"and HW {replica.hw}",
         )
     position = state.config.position[replica_id]
     replicas = (*state.replicas[:position], evolve(replica, checkpoint_hw=hw), *state.replicas[position + 1 :])

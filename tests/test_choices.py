@@ -143,8 +143,12 @@ def _reference(config: dict[str, Any], *steps: dict[str, Any]) -> tuple[State, s
     return state, frontier
 
 
-FAILOVER = ({"kind": "produce", "values": ["m0"]}, {"kind": "fetch_round", "replica": "B"},
-            {"kind": "fetch_round", "replica": "C"}, {"kind": "crash", "replica": "A"})
+FAILOVER = (
+    {"kind": "produce", "values": ["m0"]},
+    {"kind": "fetch_round", "replica": "B"},
+    {"kind": "fetch_round", "replica": "C"},
+    {"kind": "crash", "replica": "A"},
+)
 
 
 def test_assumed_names_the_choice_the_observation_needed() -> None:
@@ -173,8 +177,13 @@ def test_the_defaults_are_kafkas_own() -> None:
     config = {"replicas": ["A", "B", "C"], "generation": "diverging-epoch"}
     state, _ = _reference(config, *FAILOVER)
     assert elect_preferring(state, Elect(), "B") == apply(state, Elect())  # B: first eligible
-    read, _ = _reference(config, *FAILOVER[:3], {"kind": "produce", "values": ["m1", "m2"]},
-                         {"kind": "fetch_round", "replica": "B"}, {"kind": "fetch_round", "replica": "C"})
+    read, _ = _reference(
+        config,
+        *FAILOVER[:3],
+        {"kind": "produce", "values": ["m1", "m2"]},
+        {"kind": "fetch_round", "replica": "B"},
+        {"kind": "fetch_round", "replica": "C"},
+    )
     assert consume_at_most(read, Consume(0), 1000) == apply(read, Consume(0))
     assert len(consume_at_most(read, Consume(0), 1).consumed.records) == 1  # type: ignore[union-attr]
     with pytest.raises(ValueError):
@@ -185,8 +194,9 @@ def test_the_defaults_are_kafkas_own() -> None:
 
 def test_a_fetch_answer_cut_keeps_what_the_leader_did() -> None:
     config = {"replicas": ["A", "B"], "generation": "leader-epoch"}
-    state, _ = _reference(config, {"kind": "produce", "values": ["m0", "m1", "m2"], "acks": 1},
-                          {"kind": "fetch", "replica": "B"})
+    state, _ = _reference(
+        config, {"kind": "produce", "values": ["m0", "m1", "m2"], "acks": 1}, {"kind": "fetch", "replica": "B"}
+    )
     cut = cut_fetch_answer(state, 0, 1)
     assert len(cut.fetch_responses[0].records) == 1
     assert cut.replicas == state.replicas and cut.fetch_responses[0].hw == state.fetch_responses[0].hw
@@ -233,8 +243,21 @@ def test_early_answer_meets_settled_on_a_generated_corpus(tmp_path: Path) -> Non
     """Issue 19: 47 of 200 generated traces used to fail (a round's early answer is received
     in the round, CHOICE-1)."""
     out = tmp_path / "corpus"
-    command = [sys.executable, "-m", "conformance.cli", "generate", "--traces", "200", "--seed", "1",
-               "--out", str(out), "--backend", "inline", "--no-progress"]
+    command = [
+        sys.executable,
+        "-m",
+        "conformance.cli",
+        "generate",
+        "--traces",
+        "200",
+        "--seed",
+        "1",
+        "--out",
+        str(out),
+        "--backend",
+        "inline",
+        "--no-progress",
+    ]
     subprocess.run(command, check=True, capture_output=True)
     adapter = resolve("shape-early-answer")
     description = adapter.describe()
