@@ -161,6 +161,17 @@ def test_assumed_names_the_choice_the_observation_needed() -> None:
     other = observe(elect_preferring(before, elect, "C"))
     assert frontier.match(settled_part(other), other)
     assert frontier.assumed() == ["CHOICE-3: elected C where Kafka elects B"]
+    assert frontier.every  # the timing choices alone could not explain it: rebuilt with every one
+
+
+def test_the_frontier_widens_to_every_choice_only_when_a_verdict_needs_it() -> None:
+    config = {"replicas": ["A", "B", "C"], "generation": "leader-epoch"}
+    before, frontier = _reference(config, *FAILOVER)
+    kafka = apply(before, Elect())
+    frontier.step(Elect(), kafka)
+    assert frontier.match(settled_part(observe(kafka)), observe(kafka))
+    assert not frontier.every and frontier.assumed() == []
+    assert all(s.controller.leader == "B" for s in frontier.states)
 
 
 def test_an_illegal_leader_does_not_hide_behind_the_election_choice() -> None:
