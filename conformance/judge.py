@@ -221,6 +221,8 @@ def judge(
             when = None if n == last_check else ps.quiescent
             if not exact:  # the reference's own path matches: no verdict, the filter can wait
                 frontier.keep(_settled_of(expected), observation, when)
+                if when is not None:  # not quiescent: only the logs can be compared (settle.py)
+                    frontier.narrow(_settled_of(expected), observation)
                 continue
             part = settled_part(expected)
             if not part:
@@ -229,6 +231,7 @@ def judge(
             if not misses:
                 frontier.keep(part, observation, when)
             elif not (n == last_check or ps.quiescent()):
+                frontier.narrow(part, observation)
                 continue
             elif not frontier.match(part, observation):
                 for d in frontier.nearest(part, observation) or misses:  # against the closest state

@@ -366,6 +366,17 @@ class Frontier:
         an empty expectation filters nothing)."""
         self._log.append(("keep", expected, observed, when))
 
+    def narrow(self, expected: dict[str, Any] | Callable[[], dict[str, Any]], observed: dict[str, Any]) -> None:
+        """At a step that is not quiescent (no verdict there): keep the states whose replica
+        logs and LEOs show ``observed`` on those ``expected`` names, when only visible steps
+        can change a log, that is when the implementation receives every answer and
+        LeaderAndIsr as a step of its own (``LOG_KINDS`` not lacking: the internal steps left,
+        CHOICE-1 and -6, never touch a log). Sound pruning that keeps long stretches of
+        answers in flight from growing the set past its cap; if no state matches, nothing is
+        removed (the verdict comes at the next quiescent point)."""
+        if not self.lacking & LOG_KINDS:
+            self._log.append(("narrow", expected, observed))
+
     def match(self, expected: dict[str, Any], observed: dict[str, Any]) -> bool:
         """Whether some state shows ``observed`` on the fields ``expected`` names; keep those
         (with every choice point if the timing ones are not enough)."""
@@ -418,6 +429,10 @@ class Frontier:
                 self._states = [s for s in self._states if _refuses(s, args[0])]
             elif kind == "decide":
                 self._decide_now(*args)
+            elif kind == "narrow":
+                logs = _logs_of(args[0]() if callable(args[0]) else args[0])
+                if logs:
+                    self._filter(logs, args[1])
             elif args[2] is None or args[2]():
                 expected = args[0]() if callable(args[0]) else args[0]
                 if expected:
@@ -497,6 +512,21 @@ class Frontier:
             self._needed.update(dict.fromkeys(least))
             return True
         return False
+
+
+LOG_KINDS = frozenset({"deliver_fetch", "deliver_epoch", "deliver_leader_and_isr"})
+"""The steps that change a follower's log; an implementation lacking none of them changes
+logs only in steps the frontier is sent (``Frontier.narrow``)."""
+
+
+def _logs_of(expected: dict[str, Any]) -> dict[str, Any]:
+    """The replica ``log`` and ``leo`` fields of an expectation."""
+    reps = expected.get("replicas")
+    if not isinstance(reps, dict):
+        return {}
+    cut = {name: {f: v for f, v in fields.items() if f in ("log", "leo")} for name, fields in reps.items()}
+    cut = {name: fields for name, fields in cut.items() if fields}
+    return {"replicas": cut} if cut else {}
 
 
 def _refuses(state: State, step: Step) -> bool:
