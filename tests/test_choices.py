@@ -184,6 +184,25 @@ def test_an_illegal_leader_does_not_hide_behind_the_election_choice() -> None:
     assert [d.path for d in frontier.nearest({"leader": "B"}, wrong)] == ["leader"]
 
 
+@pytest.mark.parametrize("lacking", [(), ("deliver_fetch",)])
+def test_narrowing_on_logs_only_where_visible_steps_alone_change_them(lacking: tuple[str, ...]) -> None:
+    config = {"replicas": ["A", "B"], "generation": "leader-epoch"}
+    state = initial_state(config_from_dict(config))
+    frontier = settle.Frontier(state, lacking)
+    frontier.every = True  # every choice point from the start (as after a widening)
+    for raw in ({"kind": "produce", "values": ["m0", "m1", "m2"]}, {"kind": "fetch", "replica": "B"}):
+        state = apply(state, step_from_dict(raw))
+        frontier.step(step_from_dict(raw), state)
+    deliver = step_from_dict({"kind": "deliver_fetch", "replica": "B"})
+    whole = apply(state, deliver)
+    frontier.step(deliver, whole)
+    one = {"replicas": {"B": {"log": ["m0@0"], "leo": 1}}}
+    assert any(s.replica("B").leo == 1 for s in frontier.states)  # CHOICE-4: one of three
+    frontier.narrow({"replicas": {"B": {"log": ["m0@0", "m1@0", "m2@0"], "leo": 3}}}, observe(whole))
+    assert all(s.replica("B").leo == 3 for s in frontier.states) == (not lacking)
+    assert frontier.match(one, one) == bool(lacking)
+
+
 def test_the_defaults_are_kafkas_own() -> None:
     config = {"replicas": ["A", "B", "C"], "generation": "diverging-epoch"}
     state, _ = _reference(config, *FAILOVER)
