@@ -33,7 +33,7 @@ from .fixtures import Fixture
 from .levels import settled_part
 from .safety import SafetyMonitor
 from .schemas import first_error
-from .settle import Frontier
+from .settle import INTERNAL_BOUND, Frontier
 from .wire import wire_step
 
 SPLIT_KINDS = (
@@ -242,8 +242,8 @@ def judge(
                             "field": d.path,
                             "expected": d.expected,
                             "actual": _show(d.actual),
-                            "note": "no reference path with these visible steps (and up to 2 internal steps "
-                            "after each) reaches this",
+                            "note": "no reference path with these visible steps (any resolution of the choice "
+                            f"points, and up to {INTERNAL_BOUND} internal steps after each) reaches this",
                         }
                     )
     note_observed()
@@ -253,8 +253,8 @@ def judge(
 
 
 _DETACHED = (
-    "a reference state the visible steps reach (up to 2 internal steps after each) does the same, so settled "
-    "goes on from those states"
+    f"a reference state the visible steps reach (up to {INTERNAL_BOUND} internal steps after each) does the same, "
+    "so settled goes on from those states"
 )
 
 
