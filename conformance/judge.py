@@ -34,7 +34,7 @@ from .levels import settled_part
 from .observation_check import check_observation
 from .progress import FairSuffix
 from .safety import Coverage, Finding, SafetyMonitor
-from .settle import Frontier
+from .settle import INTERNAL_BOUND, Frontier
 from .wire import wire_step
 
 SPLIT_KINDS = (
@@ -267,6 +267,8 @@ def judge(
             when = None if n == last_check else ps.quiescent
             if not exact:  # the reference's own path matches: no verdict, the filter can wait
                 frontier.keep(_settled_of(expected), observation, when)
+                if when is not None:  # not quiescent: only the logs can be compared (settle.py)
+                    frontier.narrow(_settled_of(expected), observation)
                 continue
             part = settled_part(expected)
             if not part:
@@ -275,9 +277,10 @@ def judge(
             if not misses:
                 frontier.keep(part, observation, when)
             elif not (n == last_check or ps.quiescent()):
+                frontier.narrow(part, observation)
                 continue
             elif not frontier.match(part, observation):
-                for d in misses:
+                for d in frontier.nearest(part, observation) or misses:  # against the closest state
                     result.failures.append(
                         {
                             **cwhere,
@@ -285,14 +288,16 @@ def judge(
                             "field": d.path,
                             "expected": d.expected,
                             "actual": _show(d.actual),
-                            "note": "no reference path with these visible steps (and up to 2 internal steps "
-                            "after each) reaches this",
+                            "note": "no reference path with these visible steps (any resolution of the choice "
+                            f"points, and up to {INTERNAL_BOUND} internal steps after each) reaches this",
                         }
                     )
     if progress and not result.stopped:
         _progress(adapter, description, fixture, watch, observation, result)
     note_observed()
     result.coverage = watch.monitor.coverage()
+    if frontier is not None:  # the choice points settled had to resolve otherwise than Kafka (settle.py)
+        result.notes.extend(f"settled assumed {choice}" for choice in frontier.assumed())
     return result
 
 
@@ -355,8 +360,8 @@ def _at(fixture: Fixture, fs: FixtureStep) -> str:
 
 
 _DETACHED = (
-    "a reference state the visible steps reach (up to 2 internal steps after each) does the same, so settled "
-    "goes on from those states"
+    f"a reference state the visible steps reach (up to {INTERNAL_BOUND} internal steps after each) does the same, "
+    "so settled goes on from those states"
 )
 
 

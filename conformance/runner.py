@@ -285,6 +285,7 @@ def run_fixture(
         for pid, c in reference_coverage(fixture, lowered, description).items():
             if pid in result.safety:
                 result.safety[pid]["exercised"] = c.checked
+    result.notes = verdict.notes  # the lowering's, and the choices settled assumed (judge.py)
     result.levels = verdict.verdicts(safety_only=level == "safety")
     relevant = [f for f in verdict.failures if f["level"] in FAILING_AT[level] and "known" not in f]
     if not relevant:

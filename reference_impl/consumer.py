@@ -13,9 +13,11 @@ from .state import LEADER, ConsumeOutcome
 from .steps import Consume
 
 
-def consume(d: Draft, step: Consume) -> None:
+def consume(d: Draft, step: Consume, limit: int | None = None) -> None:
     """CONSUME-1: read from ``offset`` at the leader, up to (not including) its HW.
-    CONSUME-2: no live leader, or an offset past the LEO or below the log start, is an error."""
+    CONSUME-2: no live leader, or an offset past the LEO or below the log start, is an error.
+    ``limit``: at most that many records (CHOICE-5, ``choices.consume_at_most``; None, all of
+    them, everywhere in ``apply``)."""
     leader_id = d.controller.leader
     offset = step.offset
 
@@ -32,7 +34,8 @@ def consume(d: Draft, step: Consume) -> None:
         return error("NOT_LEADER_OR_FOLLOWER")
     if offset > leader.leo or offset < leader.log_start:
         return error("OFFSET_OUT_OF_RANGE")
-    records = leader.log.read_entries(offset, leader.hw)
+    end = leader.hw if limit is None else min(leader.hw, offset + limit)
+    records = leader.log.read_entries(offset, end)
     d.consumed = ConsumeOutcome(replica=leader_id, offset=offset, records=records, hw=leader.hw, error=None)
     d.fired.append("CONSUME-1")
     commit(d, records)

@@ -29,18 +29,19 @@ def unhandled_failures(d: Draft) -> list[str]:
     return [r.id for r in d.replicas if not r.online and r.id not in down]  # replicas are in replica order
 
 
-def handle_failures(d: Draft, notify: tuple[str, ...] | None) -> None:
+def handle_failures(d: Draft, notify: tuple[str, ...] | None, prefer: str | None = None) -> None:
     """CTRL-FAIL-*: the controller handles the failure of every broker that went down since
     it last looked (ZooKeeper: ``KafkaController.onBrokerFailure`` once the broker's session
     ended; KRaft: ``ReplicationControlManager.handleBrokerFenced``). First the partition,
     if its leader is among them, gets a new leader (CTRL-ELECT-1/2); if none can lead,
-    each dead ISR member is removed from the ISR in turn (CTRL-FAIL-1/2)."""
+    each dead ISR member is removed from the ISR in turn (CTRL-FAIL-1/2). ``prefer``: see
+    ``_offline_election``."""
     dead = unhandled_failures(d)
     before = d.controller
     d.controller = evolve(before, down=tuple([r for r in d.config.replicas if r in before.down or r in dead]))
     elected = False
     if before.leader is None or before.leader in dead:
-        elected = _offline_election(d)
+        elected = _offline_election(d, prefer)
     if not elected:
         for replica_id in dead:
             _remove_from_isr(d, replica_id)
@@ -55,9 +56,11 @@ def handle_failures(d: Draft, notify: tuple[str, ...] | None) -> None:
         maybe_increment_hw(d, ctrl.leader)
 
 
-def _offline_election(d: Draft) -> bool:
+def _offline_election(d: Draft, prefer: str | None = None) -> bool:
     """CTRL-ELECT-1/2: elect for a partition without a live leader; False if nobody may lead
-    (CTRL-ELECT-3: then nothing is written by the election itself)."""
+    (CTRL-ELECT-3: then nothing is written by the election itself). ``prefer``: an eligible
+    replica elected instead of the first in replica order (CHOICE-3, ``choices.elect_preferring``;
+    None, Kafka's own choice, everywhere in ``apply``); ignored if it is not eligible."""
     ctrl = d.controller
     replicas = d.config.replicas
     online = [r.id for r in d.replicas if r.online]
@@ -65,10 +68,12 @@ def _offline_election(d: Draft) -> bool:
     if live_isr:
         # CTRL-ELECT-1: first live ISR member in replica order; ISR = live ISR.
         ordered = [r for r in replicas if r in live_isr]
-        new_leader, new_isr, rule = ordered[0], tuple(ordered), "CTRL-ELECT-1"
+        first = prefer if prefer in ordered else ordered[0]
+        new_leader, new_isr, rule = first, tuple(ordered), "CTRL-ELECT-1"
     elif d.config.unclean_leader_election and online:
         # CTRL-ELECT-2: unclean: first live replica; the ISR is the leader alone.
-        new_leader, new_isr, rule = online[0], (online[0],), "CTRL-ELECT-2"
+        first = prefer if prefer in online else online[0]
+        new_leader, new_isr, rule = first, (first,), "CTRL-ELECT-2"
         d.unclean_elections += 1
     else:
         return False
@@ -149,10 +154,10 @@ def _deliver_all_queued(d: Draft, replica_id: str) -> None:
         apply_leader_and_isr(d, message)
 
 
-def elect(d: Draft, step: Elect) -> None:
+def elect(d: Draft, step: Elect, prefer: str | None = None) -> None:
     """CTRL-ELECT-*: without ``leader``, the controller handles the brokers that failed
     (CTRL-FAIL-*) and elects for an offline partition; with ``leader``, a controlled
-    election. Both bump the epoch and send LeaderAndIsr."""
+    election. Both bump the epoch and send LeaderAndIsr. ``prefer``: see ``_offline_election``."""
     ctrl = d.controller
     replicas = d.config.replicas
     if step.leader is None:
@@ -164,10 +169,10 @@ def elect(d: Draft, step: Elect) -> None:
                 "name a leader for a controlled election",
             )
         if pending:
-            handle_failures(d, step.notify)
+            handle_failures(d, step.notify, prefer)
             return
         # The partition is offline with every failure handled: try again (a broker came back).
-        if not _offline_election(d):
+        if not _offline_election(d, prefer):
             d.fired.append("CTRL-ELECT-3")
         _send_leader_and_isr(d, ctrl, step.notify)
         return

@@ -39,6 +39,7 @@ VALUE_MODULES = {
     "values",
 }
 ACTION_MODULES = {
+    "choices",
     "alter_partition",
     "apply",
     "broker",
