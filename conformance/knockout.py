@@ -1,0 +1,438 @@
+"""Rule knockouts: for every numbered rule, mutants of the reference that disable it.
+
+The zoo (``conformance/zoo``) is hand-written, so it measures a suite against the faults
+its authors thought of. A knockout is built from the code instead: rule ids sit on the
+lines that implement them (``d.fired.append("PRODUCE-3")``, ``raise StepRejected("FETCH-PRE-1",
+...)``, a ``# HW-LEADER-3: ...`` comment above a block), so for each such *site* the
+function holding it is parsed, changed by one operator and compiled again:
+
+- ``skip``: the statements the site marks are left out (a comment marks the paragraph below
+  it; a ``d.fired`` line marks its own paragraph; any other statement marks itself).
+  Assignments to names read further down are kept, so a knockout skips an effect instead
+  of crashing on a missing name;
+- ``guard-off``: the ``if`` around the site never takes the site's branch;
+- ``guard-on``: the ``if`` around the site always takes it.
+
+A mutant that would only change the ``fired`` bookkeeping is not built. Mutants that come
+out identical (two rules on one paragraph) are run once. The changed function replaces
+the original wherever the reference looks it up (a module attribute, a name imported by
+another module, an entry of a dispatch table such as ``apply.ACTIONS``), through the zoo's
+``Mutant.patches`` seam, so nothing of ``reference_impl`` is edited and a new rule gets its
+knockouts as soon as its id is on the line that implements it.
+
+Some knockouts no step sequence can tell from the reference (equivalent mutants):
+``EQUIVALENT`` names them, each with its argument (docs/suite-strength.md repeats the
+table). Nothing is called equivalent by default: a knockout no suite kills is a survivor.
+"""
+
+from __future__ import annotations
+
+import __future__
+import ast
+import copy
+import importlib
+import io
+import re
+import signal
+import sys
+import threading
+import tokenize
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from types import CodeType, FunctionType, ModuleType
+from typing import Any
+
+import reference_impl
+from reference_impl import State, Step
+
+from .adapter import StepResult
+from .paths import SCHEMA_DIR
+from .zoo.base import ALL, Member, Mutant, Patch
+
+RULE = re.compile(
+    r"\b(?:HW|PRODUCE|FETCH|FOLLOWER|EPOCH|TRUNC|ISR|CTRL|LAI|CRASH|RESTART|CKPT|TICK|STEP|CONSUME|MSG|INIT|LOG|OBS)"
+    r"(?:-[A-Z]+)*-\d+\b"
+)
+"""A rule id as spec/replication.md spells it (tests/test_spec_rules.py uses the same)."""
+
+OPERATORS = ("skip", "guard-off", "guard-on")
+
+EQUIVALENT: dict[str, str] = {}
+"""Knockout id -> why no step sequence tells it from the reference (docs/suite-strength.md)."""
+
+
+def spec_rules() -> tuple[str, ...]:
+    """Every rule spec/replication.md defines (``- **ID** —``), in the spec's order."""
+    text = (SCHEMA_DIR / "replication.md").read_text(encoding="utf-8")
+    return tuple(dict.fromkeys(re.findall(r"^- \*\*([A-Z][A-Z0-9-]*-\d+)\*\*", text, flags=re.M)))
+
+
+@dataclass(frozen=True)
+class Site:
+    """A line of the reference naming a rule: where its knockouts are made."""
+
+    rule: str
+    module: str
+    """The module's short name (``producer`` for ``reference_impl.producer``)."""
+    function: str
+    """The top-level function holding the line."""
+    line: int
+    comment: bool
+    """True for a comment on a line of its own (it marks the paragraph below it)."""
+    column: int = 0
+
+
+@dataclass(frozen=True)
+class Knockout:
+    """One mutant: ``operator`` applied at ``site``."""
+
+    id: str
+    """``RULE:operator:module.function:N``, N the site's rank among the rule's sites in that
+    function: stable while the code around it changes."""
+    rule: str
+    operator: str
+    site: Site
+    key: str
+    """The changed function's AST dump: knockouts with the same key are the same mutant."""
+
+    @property
+    def where(self) -> str:
+        return f"reference_impl/{self.site.module}.py:{self.site.line} ({self.site.function})"
+
+
+# --- finding the sites -----------------------------------------------------------------
+
+
+def _modules() -> list[str]:
+    folder = Path(reference_impl.__file__).parent
+    return sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+
+
+@cache
+def _parsed(module: str) -> tuple[str, ast.Module]:
+    path = Path(reference_impl.__file__).parent / f"{module}.py"
+    text = path.read_text(encoding="utf-8")
+    return text, ast.parse(text, filename=str(path))
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    """The ids of the string nodes that are docstrings (they describe, they do not implement)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                out.add(id(first.value))
+    return out
+
+
+def sites(modules: Iterable[str] | None = None) -> list[Site]:
+    """Every rule-naming line inside a top-level function of ``reference_impl`` (string
+    literals and comments; docstrings left out)."""
+    out: list[Site] = []
+    for module in modules or _modules():
+        text, tree = _parsed(module)
+        functions = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+        def owner(line: int, functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = functions) -> str | None:
+            for f in functions:
+                if f.lineno <= line <= (f.end_lineno or f.lineno):
+                    return f.name
+            return None
+
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+                name = owner(node.lineno)
+                if name is not None:
+                    for rule in dict.fromkeys(RULE.findall(node.value)):
+                        out.append(Site(rule, module, name, node.lineno, False))
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type != tokenize.COMMENT:
+                continue
+            line, column = token.start
+            name = owner(line)
+            if name is None:
+                continue
+            alone = not token.line[:column].strip()
+            for rule in dict.fromkeys(RULE.findall(token.string)):
+                out.append(Site(rule, module, name, line, alone, column))
+    return sorted(set(out), key=lambda s: (s.module, s.line, s.rule, s.comment))
+
+
+# --- the operators ---------------------------------------------------------------------
+
+_Body = list[ast.stmt]
+
+
+def _bodies(node: ast.AST) -> Iterator[tuple[ast.AST, str, _Body]]:
+    for parent in ast.walk(node):
+        for name in ("body", "orelse", "finalbody"):
+            value = getattr(parent, name, None)
+            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                yield parent, name, value
+
+
+def _is_fired(stmt: ast.stmt) -> bool:
+    """``d.fired.append(...)`` / ``d.fired.extend(...)``: bookkeeping, no effect."""
+    if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call):
+        return False
+    func = stmt.value.func
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr in ("append", "extend")
+        and isinstance(func.value, ast.Attribute)
+        and func.value.attr == "fired"
+    )
+
+
+def _locate(function: ast.AST, site: Site) -> tuple[ast.AST, str, _Body, int] | None:
+    """The statement the site marks: (parent, field, body, index)."""
+    best: tuple[int, tuple[ast.AST, str, _Body, int]] | None = None
+    for parent, name, body in _bodies(function):
+        for i, stmt in enumerate(body):
+            end = stmt.end_lineno or stmt.lineno
+            if site.comment:
+                # the first statement below the comment, at the comment's indentation
+                if stmt.col_offset != site.column or stmt.lineno <= site.line:
+                    continue
+                if i > 0 and (body[i - 1].end_lineno or 0) >= site.line:
+                    continue
+                rank = stmt.lineno - site.line
+            else:
+                if not stmt.lineno <= site.line <= end:
+                    continue
+                rank = end - stmt.lineno
+            if best is None or rank < best[0]:
+                best = (rank, (parent, name, body, i))
+    return best[1] if best else None
+
+
+def _paragraph(body: _Body, i: int, backwards: bool) -> tuple[int, int]:
+    """The statements around ``body[i]`` with no blank or comment line between them."""
+    start, end = i, i
+    while backwards and start > 0 and (body[start - 1].end_lineno or 0) + 1 == body[start].lineno:
+        start -= 1
+    while end + 1 < len(body) and (body[end].end_lineno or 0) + 1 == body[end + 1].lineno:
+        end += 1
+    return start, end
+
+
+def _loads_after(function: ast.AST, line: int) -> set[str]:
+    return {
+        n.id
+        for n in ast.walk(function)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.lineno > line
+    }
+
+
+def _assigns(stmt: ast.stmt) -> set[str]:
+    targets: list[ast.expr] = []
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+        targets = [stmt.target]
+    names: set[str] = set()
+    for target in targets:
+        elements = target.elts if isinstance(target, ast.Tuple) else [target]
+        names |= {e.id for e in elements if isinstance(e, ast.Name)}
+    return names
+
+
+def _skip(function: ast.AST, site: Site) -> bool:
+    found = _locate(function, site)
+    if found is None:
+        return False
+    _, _, body, i = found
+    if site.comment:
+        start, end = _paragraph(body, i, backwards=False)
+    elif _is_fired(body[i]):
+        start, end = _paragraph(body, i, backwards=True)
+    else:
+        start, end = i, i
+    last = body[end].end_lineno or body[end].lineno
+    needed = _loads_after(function, last)
+    kept = [s for s in body[start : end + 1] if _assigns(s) & needed]
+    removed = [s for s in body[start : end + 1] if s not in kept]
+    if all(_is_fired(s) for s in removed):
+        return False
+    body[start : end + 1] = kept
+    if not body:
+        body.append(ast.Pass())
+    return True
+
+
+def _guard(function: ast.AST, site: Site, on: bool) -> bool:
+    found = _locate(function, site)
+    if found is None:
+        return False
+    parents = {id(child): (parent, name) for parent, name, body in _bodies(function) for child in body}
+    node: ast.AST = found[2][found[3]]
+    while id(node) in parents:
+        parent, name = parents[id(node)]
+        if isinstance(parent, ast.If):
+            branch = parent.body if name == "body" else parent.orelse
+            if all(_is_fired(s) for s in branch) and not parent.orelse:
+                return False
+            taken = on if name == "body" else not on
+            parent.test = ast.copy_location(ast.Constant(taken), parent.test)
+            return True
+        node = parent
+    return False
+
+
+def _function(site: Site) -> ast.FunctionDef | ast.AsyncFunctionDef:
+    _, tree = _parsed(site.module)
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == site.function:
+            return node
+    raise LookupError(f"reference_impl/{site.module}.py has no function {site.function}")
+
+
+def mutate(site: Site, operator: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The site's function with ``operator`` applied, or None where it does not apply."""
+    function = copy.deepcopy(_function(site))
+    if operator == "skip":
+        changed = _skip(function, site)
+    elif operator in ("guard-off", "guard-on"):
+        changed = _guard(function, site, on=operator == "guard-on")
+    else:
+        raise ValueError(f"unknown knockout operator {operator!r} (one of {', '.join(OPERATORS)})")
+    return function if changed else None
+
+
+def knockouts(rules: Iterable[str] | None = None) -> list[Knockout]:
+    """Every knockout of ``rules`` (default: every rule the spec defines), in spec order."""
+    wanted = list(rules) if rules is not None else list(spec_rules())
+    by_rule: dict[str, list[Site]] = {}
+    for site in sites():
+        by_rule.setdefault(site.rule, []).append(site)
+    out: list[Knockout] = []
+    for rule in wanted:
+        seen: set[str] = set()
+        rank: dict[str, int] = {}
+        for site in by_rule.get(rule, []):
+            where = f"{site.module}.{site.function}"
+            rank[where] = rank.get(where, 0) + 1
+            for operator in OPERATORS:
+                changed = mutate(site, operator)
+                if changed is None:
+                    continue
+                key = f"{site.module}:{ast.dump(changed)}"
+                if key in seen:
+                    continue
+                seen.add(key)
+                out.append(Knockout(f"{rule}:{operator}:{where}:{rank[where]}", rule, operator, site, key))
+    return out
+
+
+# --- the mutant ------------------------------------------------------------------------
+
+
+@cache
+def _compiled(key: str, site: Site, operator: str) -> CodeType:
+    changed = mutate(site, operator)
+    if changed is None:  # pragma: no cover - the key came from mutate
+        raise ValueError(f"{site}: {operator} does not apply")
+    module = ast.Module(body=[changed], type_ignores=[])
+    ast.fix_missing_locations(module)
+    path = str(Path(reference_impl.__file__).parent / f"{site.module}.py")
+    flags = __future__.annotations.compiler_flag
+    return compile(module, f"{path} (knockout {operator})", "exec", flags=flags, dont_inherit=True)
+
+
+def _replacement(knockout: Knockout) -> tuple[FunctionType, FunctionType]:
+    module = importlib.import_module(f"reference_impl.{knockout.site.module}")
+    original = getattr(module, knockout.site.function)
+    namespace: dict[str, Any] = {}
+    exec(_compiled(knockout.key, knockout.site, knockout.operator), vars(module), namespace)  # noqa: S102
+    return original, namespace[knockout.site.function]
+
+
+def _references(original: Any, replacement: Any) -> list[Patch]:
+    """Every place the reference looks ``original`` up: module attributes (the defining
+    module and every ``from . import``), and the values of module-level dicts."""
+    out: list[Patch] = []
+    for name, module in list(sys.modules.items()):
+        if not isinstance(module, ModuleType) or not (name == "reference_impl" or name.startswith("reference_impl.")):
+            continue
+        for attribute, value in list(vars(module).items()):
+            if value is original:
+                out.append((module, attribute, replacement))
+            elif isinstance(value, dict):
+                out += [(value, k, replacement) for k, v in list(value.items()) if v is original]
+    return out
+
+
+STEP_SECONDS = 1.0
+"""How long one step of a knockout may take before it counts as hanging (a reference step
+takes microseconds; a knockout that skips a loop's progress loops for ever)."""
+
+
+class KnockoutHangs(RuntimeError):
+    """A knockout's step ran past ``STEP_SECONDS``: reported as the fixture's error."""
+
+
+@contextmanager
+def deadline(seconds: float = STEP_SECONDS) -> Iterator[None]:
+    """Raise ``KnockoutHangs`` in the block after ``seconds`` (a real-time timer, so only
+    in the main thread; elsewhere the block runs unguarded)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expired(signum: int, frame: Any) -> None:
+        raise KnockoutHangs(f"a step ran past {seconds:g} s (the knockout loops)")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def member(knockout: Knockout, number: int = 0) -> Member:
+    """The knockout as a zoo-style member (so ``sensitivity.judge``, fuzz and explore run it)."""
+    original, replacement = _replacement(knockout)
+    patches = tuple(_references(original, replacement))
+
+    class Knocked(Mutant):
+        def patches(self) -> Iterable[Patch]:
+            return patches
+
+        hung = ""
+        """Set at the first hang: every later call fails at once (no second wait)."""
+
+        @contextmanager
+        def guarded(self) -> Iterator[None]:
+            if Knocked.hung:
+                raise KnockoutHangs(Knocked.hung)
+            try:
+                with deadline():
+                    yield
+            except KnockoutHangs as exc:
+                Knocked.hung = f"{exc} earlier; not run again"
+                raise
+
+        def reset(self, config: dict[str, Any], initial: dict[str, Any] | None = None) -> None:
+            with self.guarded():
+                super().reset(config, initial)
+
+        def step(self, step: dict[str, Any]) -> StepResult:
+            with self.guarded():
+                return super().step(step)
+
+        def advance(self, state: State, step: Step) -> State:
+            with self.guarded():
+                return super().advance(state, step)
+
+    Knocked.__doc__ = f"{knockout.rule} knocked out ({knockout.operator} at {knockout.where})."
+    Knocked.__name__ = f"Knockout_{number}"
+    entry = Member(knockout.id, number, f"knockout of {knockout.rule}", ALL, (knockout.rule,), Knocked)
+    Knocked.member = entry
+    return entry
