@@ -77,7 +77,43 @@ NO_KNOCKOUT: dict[str, str] = {
 }
 """Rules with no site on a line of a step's code, and why (docs/suite-strength.md)."""
 
-EQUIVALENT: dict[str, str] = {}
+_IN_FLIGHT_REACHES = (
+    "answers in flight to a broker go the moment the session that asked ends (CRASH-1 at a crash; "
+    "network.drop_unreachable_answers at every change of role, leader or epoch), so an answer still in flight "
+    "always reaches its session and this drop never happens (checked on random runs: tests/test_knockout.py)"
+)
+_SAME_STEP = (
+    "the answer is built in the very step its follower sends the request, from that follower's own incarnation "
+    "and epoch, so the session that asked is the current one and the drop never happens"
+)
+_NO_LAI_TO_OFFLINE = (
+    "a LeaderAndIsr goes only to live brokers (CTRL-ELECT-5) and a crash drops those in flight to the broker "
+    "(CRASH-1), so none ever reaches an offline broker"
+)
+_LAI_1 = (
+    "spec LAI-1: with one controller and LAI-5's in-order channel no LeaderAndIsr arrives with an epoch not "
+    "newer than the broker's (an initial: state has none in flight, INIT-4); tests/test_rules.py pins it on a "
+    "built state"
+)
+_NOT_TRUNCATING = (
+    "outside leader-epoch no follower is ever truncating (LAI-3 sets it only where the generation asks for "
+    "epochs; given.py refuses it in an initial: state), so the next check refuses the step with the same rule"
+)
+
+EQUIVALENT: dict[str, str] = {
+    "MSG-DROP-1:skip:controller.apply_leader_and_isr:1": _NO_LAI_TO_OFFLINE,
+    "MSG-DROP-1:guard-off:controller.apply_leader_and_isr:1": _NO_LAI_TO_OFFLINE,
+    "MSG-DROP-1:skip:epoch_leader.handle_epoch_request:1": _SAME_STEP,
+    "MSG-DROP-1:guard-off:epoch_leader.handle_epoch_request:1": _SAME_STEP,
+    "MSG-DROP-1:skip:follower.deliver_fetch:1": _IN_FLIGHT_REACHES,
+    "MSG-DROP-1:guard-off:follower.deliver_fetch:1": _IN_FLIGHT_REACHES,
+    "MSG-DROP-1:skip:follower.deliver_epoch:1": _IN_FLIGHT_REACHES,
+    "MSG-DROP-1:guard-off:follower.deliver_epoch:1": _IN_FLIGHT_REACHES,
+    "LAI-1:skip:controller.apply_leader_and_isr:1": _LAI_1,
+    "LAI-1:guard-off:controller.apply_leader_and_isr:1": _LAI_1,
+    "EPOCH-PRE-1:skip:follower.send_epoch_request:1": _NOT_TRUNCATING,
+    "EPOCH-PRE-1:guard-off:follower.send_epoch_request:1": _NOT_TRUNCATING,
+}
 """Knockout id -> why no step sequence tells it from the reference (docs/suite-strength.md)."""
 
 
