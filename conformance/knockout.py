@@ -37,12 +37,12 @@ import signal
 import sys
 import threading
 import tokenize
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from types import CodeType, FunctionType, ModuleType
+from types import CodeType, FrameType, FunctionType, ModuleType
 from typing import Any
 
 import reference_impl
@@ -100,7 +100,21 @@ _NOT_TRUNCATING = (
     "epochs; given.py refuses it in an initial: state), so the next check refuses the step with the same rule"
 )
 
+_UNKNOWN_NAME = (
+    "a step naming a replica outside config.replicas never reaches an implementation: the fixture loader "
+    "(conformance/fixtures.py) and the corpus reader refuse it with file:line, and fuzz and explore draw only "
+    "the config's replicas, so no suite can judge the answer to one"
+)
+
 EQUIVALENT: dict[str, str] = {
+    "STEP-PRE-1:skip:apply.apply:1": _UNKNOWN_NAME,
+    "STEP-PRE-1:guard-off:apply.apply:1": _UNKNOWN_NAME,
+    "PRODUCE-PRE-1:skip:producer.produce:2": _UNKNOWN_NAME,
+    "PRODUCE-PRE-1:guard-off:producer.produce:2": _UNKNOWN_NAME,
+    "CTRL-ELECT-4:skip:controller.elect:2": _UNKNOWN_NAME,
+    "CTRL-ELECT-4:guard-off:controller.elect:2": _UNKNOWN_NAME,
+    "CTRL-ELECT-5:skip:controller._send_leader_and_isr:1": _UNKNOWN_NAME,
+    "CTRL-ELECT-5:guard-off:controller._send_leader_and_isr:1": _UNKNOWN_NAME,
     "MSG-DROP-1:skip:controller.apply_leader_and_isr:1": _NO_LAI_TO_OFFLINE,
     "MSG-DROP-1:guard-off:controller.apply_leader_and_isr:1": _NO_LAI_TO_OFFLINE,
     "MSG-DROP-1:skip:epoch_leader.handle_epoch_request:1": _SAME_STEP,
@@ -150,6 +164,9 @@ class Knockout:
     site: Site
     key: str
     """The changed function's AST dump: knockouts with the same key are the same mutant."""
+    line: int = 0
+    """The line a run must reach for the knockout to differ (the forced ``if``, the first
+    statement skipped): a generation whose runs never reach it cannot tell it apart."""
 
     @property
     def where(self) -> str:
@@ -273,10 +290,25 @@ def _locate(function: ast.AST, site: Site) -> tuple[ast.AST, str, _Body, int] | 
     return best[1] if best else None
 
 
+_COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef)
+
+
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+
+
 def _paragraph(body: _Body, i: int, backwards: bool) -> tuple[int, int]:
-    """The statements around ``body[i]`` with no blank or comment line between them."""
+    """The statements around ``body[i]`` with no blank or comment line between them;
+    backwards only over simple statements (a ``d.fired`` line follows the effect it
+    names, not the guards before it), never over a docstring."""
     start, end = i, i
-    while backwards and start > 0 and (body[start - 1].end_lineno or 0) + 1 == body[start].lineno:
+    while (
+        backwards
+        and start > 0
+        and (body[start - 1].end_lineno or 0) + 1 == body[start].lineno
+        and not isinstance(body[start - 1], _COMPOUND)
+        and not _is_docstring(body[start - 1])
+    ):
         start -= 1
     while end + 1 < len(body) and (body[end].end_lineno or 0) + 1 == body[end + 1].lineno:
         end += 1
@@ -304,10 +336,11 @@ def _assigns(stmt: ast.stmt) -> set[str]:
     return names
 
 
-def _skip(function: ast.AST, site: Site) -> bool:
+def _skip(function: ast.AST, site: Site) -> int:
+    """Leave out the statements the site marks; the first one's line (0: nothing to skip)."""
     found = _locate(function, site)
     if found is None:
-        return False
+        return 0
     _, _, body, i = found
     if site.comment:
         start, end = _paragraph(body, i, backwards=False)
@@ -320,17 +353,18 @@ def _skip(function: ast.AST, site: Site) -> bool:
     kept = [s for s in body[start : end + 1] if _assigns(s) & needed]
     removed = [s for s in body[start : end + 1] if s not in kept]
     if all(_is_fired(s) for s in removed):
-        return False
+        return 0
     body[start : end + 1] = kept
     if not body:
         body.append(ast.Pass())
-    return True
+    return removed[0].lineno
 
 
-def _guard(function: ast.AST, site: Site, on: bool) -> bool:
+def _guard(function: ast.AST, site: Site, on: bool) -> int:
+    """Force the ``if`` around the site; the line of its test (0: no ``if`` to force)."""
     found = _locate(function, site)
     if found is None:
-        return False
+        return 0
     parents = {id(child): (parent, name) for parent, name, body in _bodies(function) for child in body}
     node: ast.AST = found[2][found[3]]
     while id(node) in parents:
@@ -338,12 +372,13 @@ def _guard(function: ast.AST, site: Site, on: bool) -> bool:
         if isinstance(parent, ast.If):
             branch = parent.body if name == "body" else parent.orelse
             if all(_is_fired(s) for s in branch) and not parent.orelse:
-                return False
+                return 0
             taken = on if name == "body" else not on
+            line = parent.test.lineno
             parent.test = ast.copy_location(ast.Constant(taken), parent.test)
-            return True
+            return line
         node = parent
-    return False
+    return 0
 
 
 def _function(site: Site) -> ast.FunctionDef | ast.AsyncFunctionDef:
@@ -354,16 +389,17 @@ def _function(site: Site) -> ast.FunctionDef | ast.AsyncFunctionDef:
     raise LookupError(f"reference_impl/{site.module}.py has no function {site.function}")
 
 
-def mutate(site: Site, operator: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The site's function with ``operator`` applied, or None where it does not apply."""
+def mutate(site: Site, operator: str) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, int] | None:
+    """The site's function with ``operator`` applied and the line a run must reach for the
+    change to matter, or None where the operator does not apply."""
     function = copy.deepcopy(_function(site))
     if operator == "skip":
-        changed = _skip(function, site)
+        line = _skip(function, site)
     elif operator in ("guard-off", "guard-on"):
-        changed = _guard(function, site, on=operator == "guard-on")
+        line = _guard(function, site, on=operator == "guard-on")
     else:
         raise ValueError(f"unknown knockout operator {operator!r} (one of {', '.join(OPERATORS)})")
-    return function if changed else None
+    return (function, line) if line else None
 
 
 def knockouts(rules: Iterable[str] | None = None) -> list[Knockout]:
@@ -380,15 +416,41 @@ def knockouts(rules: Iterable[str] | None = None) -> list[Knockout]:
             where = f"{site.module}.{site.function}"
             rank[where] = rank.get(where, 0) + 1
             for operator in OPERATORS:
-                changed = mutate(site, operator)
-                if changed is None:
+                mutated = mutate(site, operator)
+                if mutated is None:
                     continue
+                changed, line = mutated
                 key = f"{site.module}:{ast.dump(changed)}"
                 if key in seen:
                     continue
                 seen.add(key)
-                out.append(Knockout(f"{rule}:{operator}:{where}:{rank[where]}", rule, operator, site, key))
+                out.append(Knockout(f"{rule}:{operator}:{where}:{rank[where]}", rule, operator, site, key, line))
     return out
+
+
+def reached_lines(run: Callable[[], object]) -> set[tuple[str, int]]:
+    """The ``(module, line)`` of ``reference_impl`` that ``run()`` executes (a trace
+    function over the reference's files only)."""
+    folder = str(Path(reference_impl.__file__).parent)
+    seen: set[tuple[str, int]] = set()
+
+    def local(frame: FrameType, event: str, arg: object) -> Any:
+        if event == "line":
+            seen.add((Path(frame.f_code.co_filename).stem, frame.f_lineno))
+        return local
+
+    def calls(frame: FrameType, event: str, arg: object) -> Any:
+        if event == "call" and frame.f_code.co_filename.startswith(folder):
+            return local
+        return None
+
+    previous = sys.gettrace()
+    sys.settrace(calls)
+    try:
+        run()
+    finally:
+        sys.settrace(previous)
+    return seen
 
 
 # --- the mutant ------------------------------------------------------------------------
@@ -396,10 +458,10 @@ def knockouts(rules: Iterable[str] | None = None) -> list[Knockout]:
 
 @cache
 def _compiled(key: str, site: Site, operator: str) -> CodeType:
-    changed = mutate(site, operator)
-    if changed is None:  # pragma: no cover - the key came from mutate
+    mutated = mutate(site, operator)
+    if mutated is None:  # pragma: no cover - the key came from mutate
         raise ValueError(f"{site}: {operator} does not apply")
-    module = ast.Module(body=[changed], type_ignores=[])
+    module = ast.Module(body=[mutated[0]], type_ignores=[])
     ast.fix_missing_locations(module)
     path = str(Path(reference_impl.__file__).parent / f"{site.module}.py")
     flags = __future__.annotations.compiler_flag

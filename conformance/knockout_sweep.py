@@ -19,8 +19,8 @@ from typing import Any
 from reference_impl import Generation
 
 from .fixtures import Fixture
-from .knockout import EQUIVALENT, Knockout, knockouts, member, spec_rules
-from .runner import reference_rules, reference_trace
+from .knockout import EQUIVALENT, Knockout, knockouts, member, reached_lines, spec_rules
+from .runner import reference_trace
 from .sensitivity import Explored, Kill, explore_kills, explore_trees, fuzz_kills, judge
 
 SHORT = {"hw-truncation": "H", "leader-epoch": "L", "diverging-epoch": "D"}
@@ -43,6 +43,9 @@ class KnockoutVerdict:
     errors: list[str] = field(default_factory=list)
     generation_of: dict[str, str] = field(default_factory=dict)
     """Fixture case id -> its generation."""
+    reached: tuple[str, ...] = ()
+    """The generations in which some fixture case runs the knockout's line on the reference
+    (``Knockout.line``): only there can a case kill it."""
 
     @property
     def status(self) -> str:
@@ -62,6 +65,7 @@ class KnockoutVerdict:
             "operator": self.knockout.operator,
             "where": self.knockout.where,
             "status": self.status,
+            "reached_in": list(self.reached),
             "killed_by": [k.fixture for k in self.kills],
             "searched": [k.to_dict() for k in self.searched],
             "errors": self.errors[:3],
@@ -71,11 +75,15 @@ class KnockoutVerdict:
 
 @dataclass
 class RuleVerdict:
-    """A rule's knockouts, and the generations where the reference fires it on a fixture."""
+    """A rule's knockouts, and the generations where the fixtures reach one of them."""
 
     rule: str
     knockouts: list[KnockoutVerdict]
-    applies: tuple[str, ...]
+
+    @property
+    def applies(self) -> tuple[str, ...]:
+        found = {g for v in self.knockouts for g in v.reached}
+        return tuple(g.value for g in Generation if g.value in found)
 
     @property
     def status(self) -> str:
@@ -94,7 +102,7 @@ class RuleVerdict:
         for v in self.knockouts:
             if v.status == "equivalent":
                 continue
-            for generation in self.applies:
+            for generation in v.reached:
                 here = (v.cases_in(generation), generation)
                 out = here if out is None or here < out else out
         return out or (min((len(v.kills) for v in self.knockouts if v.status != "equivalent"), default=0), "")
@@ -166,6 +174,11 @@ class Sweep:
         }
 
 
+def _reached(knockout: Knockout, reached: dict[tuple[str, int], set[str]]) -> tuple[str, ...]:
+    found = reached.get((knockout.site.module, knockout.line), set())
+    return tuple(g.value for g in Generation if g.value in found)
+
+
 def sweep(
     fixtures: Sequence[Fixture],
     rules: Sequence[str] | None = None,
@@ -182,10 +195,10 @@ def sweep(
     wanted = list(rules) if rules is not None else list(spec_rules())
     traces = {f.id: reference_trace(f) for f in fixtures}
     generation_of = {f.id: f.generation.value for f in fixtures}
-    applies: dict[str, set[str]] = {}
+    reached: dict[tuple[str, int], set[str]] = {}
     for f in fixtures:
-        for rule in reference_rules(f, traces[f.id]):
-            applies.setdefault(rule, set()).add(f.generation.value)
+        for line in reached_lines(lambda f=f: reference_trace(f)):
+            reached.setdefault(line, set()).add(f.generation.value)
     trees: list[Explored] = explore_trees(generations, explore_depth) if explore_depth else []
     every = knockouts(wanted)
     done: dict[str, KnockoutVerdict] = {}
@@ -198,17 +211,19 @@ def sweep(
             entry = member(knockout, i)
             judged = judge(entry, fixtures, traces, level)
             first = KnockoutVerdict(knockout, judged.kills, [], judged.errors, generation_of)
+            first.reached = _reached(knockout, reached)
             if not first.kills and knockout.id not in EQUIVALENT:
                 if trees:
                     first.searched += explore_kills(entry, trees)
                 if not first.searched and fuzz_budget:
                     first.searched += fuzz_kills(entry, fuzz_budget, generations, level)
             done[knockout.key] = first
-        out[knockout.rule].append(KnockoutVerdict(knockout, first.kills, first.searched, first.errors, generation_of))
-    order = [g.value for g in Generation]
-    verdicts = [
-        RuleVerdict(rule, out[rule], tuple(g for g in order if g in applies.get(rule, ()))) for rule in wanted
-    ]
+        out[knockout.rule].append(
+            KnockoutVerdict(
+                knockout, first.kills, first.searched, first.errors, generation_of, _reached(knockout, reached)
+            )
+        )
+    verdicts = [RuleVerdict(rule, out[rule]) for rule in wanted]
     return Sweep(
         verdicts, [f.id for f in fixtures], time.perf_counter() - started, len(done), fuzz_budget, explore_depth
     )
