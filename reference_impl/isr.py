@@ -23,6 +23,7 @@ def maybe_expand_isr(d: Draft, leader_id: str, follower_id: str) -> None:
     if follower_leo is None or follower_leo < leader.hw:
         return
     rules = ["ISR-EXPAND-1"]
+    # ISR-EXPAND-2: and the start offset of the leader's current epoch (KAFKA-7128).
     if d.profile.isr_join_needs_epoch_start:
         epoch_start = next(
             (start for epoch, start in leader.epoch_cache if epoch == leader.leader_epoch),
