@@ -105,3 +105,34 @@ def test_every_non_equivalent_knockout_is_killed_by_the_bundled_fixtures() -> No
     result = sweep(bundled_fixtures())
     survivors = [v.knockout.id for v in result.verdicts if v.status == "survived"]
     assert not survivors, survivors
+
+
+def test_the_states_some_equivalences_rule_out_do_not_occur_on_random_runs() -> None:
+    """knockout.EQUIVALENT argues that some guards are never taken: an answer in flight
+    that its session would not accept, a LeaderAndIsr in flight to an offline broker, a
+    follower whose cache has no epoch at or below the leader's answer (TRUNC-EPOCH-4).
+    Random runs of the fuzzer's distribution, in every generation, never reach one."""
+    import random
+
+    from conformance.distribution import RandomChooser, draw_config, draw_steps
+    from reference_impl import Generation, StepRejected, apply, initial_state
+    from reference_impl.draft import Draft
+    from reference_impl.network import reachable
+
+    for seed in range(240):
+        chooser = RandomChooser(random.Random(seed))
+        state = initial_state(draw_config(chooser, list(Generation)[seed % 3]))
+        for _ in range(30):
+            steps = draw_steps(chooser, state, refused=False)
+            if not steps:
+                break
+            for step in steps:
+                d = Draft(state)
+                for answer in (*state.fetch_responses, *state.epoch_responses):
+                    assert reachable(d, answer.dst, answer.incarnation, answer.src, answer.request_epoch), (seed, step)
+                assert all(state.replica(m.dst).online for m in state.leader_and_isr), (seed, step)
+                try:
+                    state = apply(state, step)
+                except StepRejected:
+                    continue
+                assert "TRUNC-EPOCH-4" not in state.fired, (seed, step)
