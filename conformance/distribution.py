@@ -173,22 +173,24 @@ INITIAL_ONE_IN = 3
 """One run in INITIAL_ONE_IN starts from a drawn state (``draw_initial``)."""
 
 
-def draw_initial(chooser: Chooser, config: Config) -> dict[str, Any] | None:
+def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN) -> dict[str, Any] | None:
     """A start other than the empty partition, as a fixture's ``initial:`` block with its
     defaults spelled out (``reference_impl.given.normalise``), or None (the empty start,
-    ``INITIAL_ONE_IN - 1`` times in ``INITIAL_ONE_IN``).
+    ``one_in - 1`` times in ``one_in``).
 
     The leader holds up to four records of epochs rising to the partition's epoch (0-3);
-    each follower holds a prefix of it, sometimes followed by a tail the leader does not
-    have (records of an epoch the leader wrote nothing in at that offset: what a deposed
-    leader keeps); the ISR is the leader and some followers, the HW at most what they all
-    share. A drawn state the model refuses (INIT-1..5) is dropped for the empty start."""
+    each follower holds a prefix of it, sometimes (epoch generations) followed by a tail
+    the leader does not have (records of an epoch the leader wrote nothing in at that
+    offset: what a deposed leader keeps; such a follower is outside the ISR and, under
+    leader-epoch, still truncating); the ISR is the leader and some followers, the HW at
+    most what they all share. A drawn state the model refuses (INIT-1..5) is dropped for the empty start."""
     from reference_impl import initial_state
     from reference_impl.given import InitialStateError, normalise
 
-    if chooser.integer(1, INITIAL_ONE_IN) != 1:
+    if chooser.integer(1, one_in) != 1:
         return None
     leader = config.initial_leader or config.replicas[0]
+    profile = config.profile
     epoch = chooser.integer(0, 3)
     epochs = sorted(chooser.integer(0, epoch) for _ in range(chooser.integer(0, 4)))
     leader_log = [f"i{i}@{e}" for i, e in enumerate(epochs)]
@@ -198,16 +200,21 @@ def draw_initial(chooser: Chooser, config: Config) -> dict[str, Any] | None:
         if name == leader:
             continue
         k = chooser.integer(0, len(leader_log))
-        log = leader_log[:k]
+        replica: dict[str, Any] = {"log": leader_log[:k]}
         floor = epochs[k - 1] if k else 0
-        others = [e for e in range(floor, epoch + 1) if k == len(epochs) or e != epochs[k]]
-        if others and chooser.integer(0, 2) == 0:
+        # an older epoch than the partition's, and not one the leader wrote from offset k on
+        others = [e for e in range(floor, epoch) if e not in epochs[k:]]
+        if profile.keeps_epoch_cache and others and chooser.integer(0, 2) == 0:
+            # a deposed leader's tail: outside the ISR, and under leader-epoch still to
+            # truncate (under hw-truncation it was cut to the HW on becoming follower)
             tail = pick(chooser, others)
-            log += [f"x{name}{i}@{tail}" for i in range(chooser.integer(1, 2))]
-        if chooser.integer(0, 1):
+            replica["log"] += [f"x{name}{i}@{tail}" for i in range(chooser.integer(1, 2))]
+            if profile.asks_epoch_before_fetch:
+                replica["fetch_state"] = "truncating"
+        elif chooser.integer(0, 1):
             isr.append(name)
             shared = min(shared, k)
-        replicas[name] = {"log": log}
+        replicas[name] = replica
     hw = chooser.integer(0, shared)
     replicas[leader] = {"log": leader_log, "hw": hw}
     for name, data in replicas.items():
