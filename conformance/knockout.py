@@ -26,8 +26,8 @@ table). Nothing is called equivalent by default: a knockout no suite kills is a 
 """
 
 from __future__ import annotations
-
 import __future__
+
 import ast
 import copy
 import importlib
@@ -351,9 +351,7 @@ def _paragraph(body: _Body, i: int, backwards: bool) -> tuple[int, int]:
 
 def _loads_after(function: ast.AST, line: int) -> set[str]:
     return {
-        n.id
-        for n in ast.walk(function)
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.lineno > line
+        n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.lineno > line
     }
 
 
@@ -499,14 +497,15 @@ def _compiled(key: str, site: Site, operator: str) -> CodeType:
     ast.fix_missing_locations(module)
     path = str(Path(reference_impl.__file__).parent / f"{site.module}.py")
     flags = __future__.annotations.compiler_flag
-    return compile(module, f"{path} (knockout {operator})", "exec", flags=flags, dont_inherit=True)
+    code: CodeType = compile(module, f"{path} (knockout {operator})", "exec", flags=flags, dont_inherit=True)
+    return code
 
 
 def _replacement(knockout: Knockout) -> tuple[FunctionType, FunctionType]:
     module = importlib.import_module(f"reference_impl.{knockout.site.module}")
     original = getattr(module, knockout.site.function)
     namespace: dict[str, Any] = {}
-    exec(_compiled(knockout.key, knockout.site, knockout.operator), vars(module), namespace)  # noqa: S102
+    exec(_compiled(knockout.key, knockout.site, knockout.operator), vars(module), namespace)
     return original, namespace[knockout.site.function]
 
 

@@ -92,7 +92,9 @@ def matrix_html(sweep: Sweep) -> str:
         killers = rule.killers()
         cells = []
         for b in bases:
-            gens = "".join(SHORT.get(g, g) for g in ("hw-truncation", "leader-epoch", "diverging-epoch") if g in killers.get(b, ()))
+            gens = "".join(
+                SHORT.get(g, g) for g in ("hw-truncation", "leader-epoch", "diverging-epoch") if g in killers.get(b, ())
+            )
             cells.append(f'<td class="{"pass" if gens else ""}">{gens}</td>')
         css = {"killed": "pass", "survived": "fail", "errored": "error"}.get(rule.status, "skip")
         body.append(
@@ -105,23 +107,30 @@ def matrix_html(sweep: Sweep) -> str:
     equivalent = "".join(
         f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in sorted(EQUIVALENT.items())
     )
-    extra = "th.v { height: 14em; white-space: nowrap; vertical-align: bottom; } th.v span { writing-mode: vertical-rl; transform: rotate(180deg); } td { text-align: center; }"
-    return "\n".join(
-        [
-            "<!doctype html>",
-            '<html lang="en"><head><meta charset="utf-8"><title>kconform rule knockouts</title>',
-            f"<style>{CSS}{extra}</style></head><body>",
-            "<h1>Rule knockouts</h1>",
-            f'<p class="note">{html.escape(summary(sweep))}</p>',
-            "<h2>Rules</h2><table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in HEADERS) + "</tr>",
-            table_rows + "</table>",
-            "<h2>Rule x fixture matrix</h2>",
-            '<p class="note">A cell lists the generations (H hw-truncation, L leader-epoch, D diverging-epoch) '
-            "whose case of the fixture kills a knockout of the rule.</p>",
-            f"<table><tr><th>rule</th><th>status</th><th>weakest</th>{head}</tr>",
-            "\n".join(body) + "</table>",
-            "<h2>Equivalent knockouts</h2><table><tr><th>knockout</th><th>why no step sequence tells it apart</th></tr>",
-            equivalent + "</table>",
-            "</body></html>",
-        ]
-    ) + "\n"
+    extra = (
+        "th.v { height: 14em; white-space: nowrap; vertical-align: bottom; } "
+        "th.v span { writing-mode: vertical-rl; transform: rotate(180deg); } td { text-align: center; }"
+    )
+    return (
+        "\n".join(
+            [
+                "<!doctype html>",
+                '<html lang="en"><head><meta charset="utf-8"><title>kconform rule knockouts</title>',
+                f"<style>{CSS}{extra}</style></head><body>",
+                "<h1>Rule knockouts</h1>",
+                f'<p class="note">{html.escape(summary(sweep))}</p>',
+                "<h2>Rules</h2><table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in HEADERS) + "</tr>",
+                table_rows + "</table>",
+                "<h2>Rule x fixture matrix</h2>",
+                '<p class="note">A cell lists the generations (H hw-truncation, L leader-epoch, D diverging-epoch) '
+                "whose case of the fixture kills a knockout of the rule.</p>",
+                f"<table><tr><th>rule</th><th>status</th><th>weakest</th>{head}</tr>",
+                "\n".join(body) + "</table>",
+                "<h2>Equivalent knockouts</h2>"
+                "<table><tr><th>knockout</th><th>why no step sequence tells it apart</th></tr>",
+                equivalent + "</table>",
+                "</body></html>",
+            ]
+        )
+        + "\n"
+    )

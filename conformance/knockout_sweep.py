@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from reference_impl import Generation
@@ -197,7 +198,7 @@ def sweep(
     generation_of = {f.id: f.generation.value for f in fixtures}
     reached: dict[tuple[str, int], set[str]] = {}
     for f in fixtures:
-        for line in reached_lines(lambda f=f: reference_trace(f)):
+        for line in reached_lines(partial(reference_trace, f)):
             reached.setdefault(line, set()).add(f.generation.value)
     trees: list[Explored] = explore_trees(generations, explore_depth) if explore_depth else []
     every = knockouts(wanted)

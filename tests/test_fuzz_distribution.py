@@ -49,7 +49,9 @@ def test_configs_cover_sizes_min_insync_unclean_checkpoints_and_timers() -> None
     lags = {c.replica_lag_time_max_ms for c in drawn}
     assert {200, 1000, 30000} <= lags and len(lags) > 20
     for name, (lo, hi) in TIMER_RANGES.items():
-        assert all(lo <= getattr(c, name) <= hi or getattr(c, name) in (0, 100, 200, 500, 1000, 5000, 30000) for c in drawn)
+        assert all(
+            lo <= getattr(c, name) <= hi or getattr(c, name) in (0, 100, 200, 500, 1000, 5000, 30000) for c in drawn
+        )
     assert any(c.initial_leader not in (None, c.replicas[0]) for c in drawn)
     for config in drawn:
         config.validate()

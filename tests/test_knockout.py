@@ -88,7 +88,9 @@ def test_equivalent_knockouts_exist_and_are_argued_in_the_docs() -> None:
 
 
 def test_sweep_smoke_lists_the_rules_asked_and_renders() -> None:
-    fixtures = [f for f in bundled_fixtures() if f.base_id in ("hw-frozen-under-min-isr", "seed-11-consumer-visibility")]
+    fixtures = [
+        f for f in bundled_fixtures() if f.base_id in ("hw-frozen-under-min-isr", "seed-11-consumer-visibility")
+    ]
     result = sweep(fixtures, ["HW-LEADER-3", "CONSUME-1", "LOG-START-1"])
     assert [r.rule for r in result.rules] == ["HW-LEADER-3", "CONSUME-1", "LOG-START-1"]
     assert result.rules[0].status == "killed"

@@ -103,7 +103,9 @@ def _tick(state: State, rng: random.Random) -> list[Step]:
     cfg = state.config
     # the timers' edges, round values, and any length up to one past the longest timer
     longest = max(tick_lengths(cfg))
-    return [Tick(ms=rng.choice((cfg.replica_fetch_wait_max_ms, 100, 1000, *tick_lengths(cfg), rng.randint(1, longest + 1))))]
+    return [
+        Tick(ms=rng.choice((cfg.replica_fetch_wait_max_ms, 100, 1000, *tick_lengths(cfg), rng.randint(1, longest + 1))))
+    ]
 
 
 def _tick_lag(state: State, rng: random.Random) -> list[Step]:
