@@ -97,16 +97,18 @@ class RuleVerdict:
         return "equivalent"
 
     def weakest(self) -> tuple[int, str]:
-        """The fewest fixture cases killing one of its non-equivalent knockouts in one
-        generation where the rule applies, and that generation ('' when none applies)."""
+        """The fewest fixture cases killing one of its knockouts (neither equivalent nor
+        only crashing) in one generation whose fixture cases reach it, and that generation
+        ('' when none is reached)."""
         out: tuple[int, str] | None = None
         for v in self.knockouts:
-            if v.status == "equivalent":
+            if v.status in ("equivalent", "errored"):
                 continue
             for generation in v.reached:
                 here = (v.cases_in(generation), generation)
                 out = here if out is None or here < out else out
-        return out or (min((len(v.kills) for v in self.knockouts if v.status != "equivalent"), default=0), "")
+        killable = [v for v in self.knockouts if v.status not in ("equivalent", "errored")]
+        return out or (min((len(v.kills) for v in killable), default=ENOUGH), "")
 
     def killers(self) -> dict[str, set[str]]:
         """Fixture base id -> the generations of its cases that kill some knockout of the rule."""
@@ -214,10 +216,13 @@ def sweep(
             first = KnockoutVerdict(knockout, judged.kills, [], judged.errors, generation_of)
             first.reached = _reached(knockout, reached)
             if not first.kills and knockout.id not in EQUIVALENT:
-                if trees:
-                    first.searched += explore_kills(entry, trees)
-                if not first.searched and fuzz_budget:
-                    first.searched += fuzz_kills(entry, fuzz_budget, generations, level)
+                try:
+                    if trees:
+                        first.searched += explore_kills(entry, trees)
+                    if not first.searched and fuzz_budget:
+                        first.searched += fuzz_kills(entry, fuzz_budget, generations, level)
+                except Exception as exc:  # the knockout raised under fuzz or explore: errored, not killed
+                    first.errors.append(f"fuzz/explore: {type(exc).__name__}: {exc}")
             done[knockout.key] = first
         out[knockout.rule].append(
             KnockoutVerdict(
