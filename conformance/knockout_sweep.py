@@ -157,7 +157,9 @@ class Sweep:
 
     @property
     def ok(self) -> bool:
-        return not any(v.status in ("survived", "errored") for v in self.verdicts)
+        """No knockout survives (one that only crashes or hangs is listed, not a failure:
+        its change broke the reference's own code, and a run shows it as errored)."""
+        return not any(v.status == "survived" for v in self.verdicts)
 
     def to_dict(self) -> dict[str, Any]:
         return {
