@@ -138,3 +138,21 @@ def test_the_states_some_equivalences_rule_out_do_not_occur_on_random_runs() -> 
                 except StepRejected:
                     continue
                 assert "TRUNC-EPOCH-4" not in state.fired, (seed, step)
+
+
+def test_the_knockout_command_prints_json_writes_the_matrix_and_checks_rule_ids(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from conformance.cli import main
+
+    fixture = str(HOME / "fixtures" / "kafka" / "hw-frozen-under-min-isr.yaml")
+    page = tmp_path / "m.html"
+    args = ["sensitivity", "--knockout", "--rule", "HW-LEADER-3", "--fixtures", fixture, "--no-progress"]
+    assert main([*args, "--format", "json", "--html", str(page)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["rules"] == 1 and out["survived"] == 0 and out["killed"] == out["knockouts"] >= 2
+    assert "Rule x fixture matrix" in page.read_text(encoding="utf-8")
+    assert main(["sensitivity", "--knockout", "--rule", "HW-LEADER-99", "--no-progress"]) == 2
+    assert "no rule HW-LEADER-99" in capsys.readouterr().err
