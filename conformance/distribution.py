@@ -183,7 +183,7 @@ def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN)
     the leader does not have (records of an epoch the leader wrote nothing in at that
     offset: what a deposed leader keeps; such a follower is outside the ISR and, under
     leader-epoch, still truncating); the ISR is the leader and some followers, the HW at
-    most what they all share. A drawn state the model refuses (INIT-1..5) is dropped for the empty start."""
+    most what they all share; sometimes the leader's log starts above 0 (at most its HW). A drawn state the model refuses (INIT-1..5) is dropped for the empty start."""
     from reference_impl import initial_state
     from reference_impl.given import InitialStateError, normalise
 
@@ -217,6 +217,11 @@ def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN)
         replicas[name] = replica
     hw = chooser.integer(0, shared)
     replicas[leader] = {"log": leader_log, "hw": hw}
+    if hw and chooser.integer(0, 3) == 0:
+        # the leader's records below its log start are gone (LOG-START-1): a follower
+        # further behind is out of range
+        start = chooser.integer(1, hw)
+        replicas[leader] = {"log_start": start, "log": leader_log[start:], "hw": hw}
     for name, data in replicas.items():
         if name != leader:
             data["hw"] = chooser.integer(0, min(hw, len(data["log"])))
