@@ -183,7 +183,8 @@ def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN)
     the leader does not have (records of an epoch the leader wrote nothing in at that
     offset: what a deposed leader keeps; such a follower is outside the ISR and, under
     leader-epoch, still truncating); the ISR is the leader and some followers, the HW at
-    most what they all share; sometimes the leader's log starts above 0 (at most its HW). A drawn state the model refuses (INIT-1..5) is dropped for the empty start."""
+    most what they all share; sometimes the leader's log starts above 0 (at most its HW).
+    A drawn state the model refuses (INIT-1..5) is dropped for the empty start."""
     from reference_impl import initial_state
     from reference_impl.given import InitialStateError, normalise
 

@@ -29,8 +29,10 @@ def _weakest(rule: RuleVerdict) -> str:
 
 
 def _killers(rule: RuleVerdict, limit: int = 3) -> str:
+    """The fixtures that kill the most of the rule's knockouts first."""
     killers = rule.killers()
-    names = sorted(killers, key=lambda b: (-len(killers[b]), b))
+    kills = {b: sum(1 for v in rule.knockouts if any(k.fixture.split("/")[0] == b for k in v.kills)) for b in killers}
+    names = sorted(killers, key=lambda b: (-kills[b], -len(killers[b]), b))
     text = ", ".join(names[:limit])
     return text + (f" (+{len(names) - limit})" if len(names) > limit else "")
 
@@ -39,14 +41,16 @@ def rows(sweep: Sweep) -> list[list[Any]]:
     out = []
     for rule in sweep.rules:
         killed = sum(1 for v in rule.knockouts if v.status == "killed")
+        equivalent = sum(1 for v in rule.knockouts if v.status == "equivalent")
         searched = sorted({k.fixture for v in rule.knockouts for k in v.searched})
         by = _killers(rule) or ", ".join(searched) or "-"
         applies = "".join(SHORT.get(g, g) for g in rule.applies) or "-"
-        out.append([rule.rule, rule.status, f"{killed}/{len(rule.knockouts)}", applies, _weakest(rule), by])
+        count = f"{killed}/{len(rule.knockouts)}" + (f" ({equivalent} equivalent)" if equivalent else "")
+        out.append([rule.rule, rule.status, count, applies, _weakest(rule), by])
     return out
 
 
-HEADERS = ["rule", "status", "knockouts killed", "fired in", f"weakest (< {ENOUGH} is weak)", "killed by"]
+HEADERS = ["rule", "status", "knockouts killed", "reached in", f"weakest (< {ENOUGH} is weak)", "killed by"]
 
 
 def terminal(sweep: Sweep, table: Table) -> str:
