@@ -133,18 +133,111 @@ def draw_config(chooser: Chooser, generation: Generation, sizes: Sequence[int] =
     size_weights = {2: 4, 3: 4, 4: 1, 5: 1}
     n = pick_weighted(chooser, [(s, size_weights.get(s, 1)) for s in sizes])
     replicas = NAMES[:n]
-    lag = pick(chooser, (1000, 30000, 200))
     return Config(
         replicas=replicas,
         initial_leader=pick_weighted(chooser, [(None, 4), *((r, 1) for r in replicas[1:])]),
         generation=generation,
         min_insync_replicas=chooser.integer(1, n),
         unclean_leader_election=pick_weighted(chooser, [(False, 3), (True, 1)]),
-        replica_lag_time_max_ms=lag,
-        replica_fetch_wait_max_ms=pick(chooser, (500, 100)),
-        replica_high_watermark_checkpoint_interval_ms=pick(chooser, (0, 5000, 500)),
-        request_timeout_ms=pick(chooser, (30000, 1000)),
+        replica_lag_time_max_ms=timer(chooser, (1000, 30000, 200), *TIMER_RANGES["replica_lag_time_max_ms"]),
+        replica_fetch_wait_max_ms=timer(chooser, (500, 100), *TIMER_RANGES["replica_fetch_wait_max_ms"]),
+        replica_high_watermark_checkpoint_interval_ms=timer(
+            chooser, (0, 5000, 500), *TIMER_RANGES["replica_high_watermark_checkpoint_interval_ms"]
+        ),
+        request_timeout_ms=timer(chooser, (30000, 1000), *TIMER_RANGES["request_timeout_ms"]),
     )
+
+
+TIMER_RANGES: dict[str, tuple[int, int]] = {
+    "replica_lag_time_max_ms": (1, 60000),
+    "replica_fetch_wait_max_ms": (1, 2000),
+    "replica_high_watermark_checkpoint_interval_ms": (0, 10000),
+    "request_timeout_ms": (1, 60000),
+}
+"""The range each timer is drawn from when not one of its usual values (Kafka's default
+and the short values the timers' edges are easiest to reach with)."""
+
+WHOLE_RANGE = 4
+"""One draw in WHOLE_RANGE takes a field anywhere in its range instead of a usual value."""
+
+
+def timer(chooser: Chooser, usual: Sequence[int], lo: int, hi: int) -> int:
+    """One of the ``usual`` values, or (one time in ``WHOLE_RANGE``) anything in ``lo..hi``:
+    a timer at 7 ms or 41234 ms meets edges the round values never do."""
+    if chooser.integer(1, WHOLE_RANGE) == 1:
+        return chooser.integer(lo, hi)
+    return int(pick(chooser, usual))
+
+
+INITIAL_ONE_IN = 3
+"""One run in INITIAL_ONE_IN starts from a drawn state (``draw_initial``)."""
+
+
+def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN) -> dict[str, Any] | None:
+    """A start other than the empty partition, as a fixture's ``initial:`` block with its
+    defaults spelled out (``reference_impl.given.normalise``), or None (the empty start,
+    ``one_in - 1`` times in ``one_in``).
+
+    The leader holds up to four records of epochs rising to the partition's epoch (0-3);
+    each follower holds a prefix of it, sometimes (epoch generations) followed by a tail
+    the leader does not have (records of an epoch the leader wrote nothing in at that
+    offset: what a deposed leader keeps; such a follower is outside the ISR and, under
+    leader-epoch, still truncating); the ISR is the leader and some followers, the HW at
+    most what they all share; sometimes the leader's log starts above 0 (at most its HW).
+    A drawn state the model refuses (INIT-1..5) is dropped for the empty start."""
+    from reference_impl import initial_state
+    from reference_impl.given import InitialStateError, normalise
+
+    if chooser.integer(1, one_in) != 1:
+        return None
+    leader = config.initial_leader or config.replicas[0]
+    profile = config.profile
+    epoch = chooser.integer(0, 3)
+    epochs = sorted(chooser.integer(0, epoch) for _ in range(chooser.integer(0, 4)))
+    leader_log = [f"i{i}@{e}" for i, e in enumerate(epochs)]
+    replicas: dict[str, dict[str, Any]] = {}
+    isr, shared = [leader], len(leader_log)
+    for name in config.replicas:
+        if name == leader:
+            continue
+        k = chooser.integer(0, len(leader_log))
+        replica: dict[str, Any] = {"log": leader_log[:k]}
+        floor = epochs[k - 1] if k else 0
+        # an older epoch than the partition's, and not one the leader wrote from offset k on
+        others = [e for e in range(floor, epoch) if e not in epochs[k:]]
+        if profile.keeps_epoch_cache and others and chooser.integer(0, 2) == 0:
+            # a deposed leader's tail: outside the ISR, and under leader-epoch still to
+            # truncate (under hw-truncation it was cut to the HW on becoming follower)
+            tail = pick(chooser, others)
+            replica["log"] += [f"x{name}{i}@{tail}" for i in range(chooser.integer(1, 2))]
+            if profile.asks_epoch_before_fetch:
+                replica["fetch_state"] = "truncating"
+        elif chooser.integer(0, 1):
+            isr.append(name)
+            shared = min(shared, k)
+        replicas[name] = replica
+    hw = chooser.integer(0, shared)
+    replicas[leader] = {"log": leader_log, "hw": hw}
+    if hw and chooser.integer(0, 3) == 0:
+        # the leader's records below its log start are gone (LOG-START-1): a follower
+        # further behind is out of range
+        start = chooser.integer(1, hw)
+        replicas[leader] = {"log_start": start, "log": leader_log[start:], "hw": hw}
+    for name, data in replicas.items():
+        if name != leader:
+            data["hw"] = chooser.integer(0, min(hw, len(data["log"])))
+    drawn = {
+        "leader": leader,
+        "leader_epoch": epoch,
+        "isr": [r for r in config.replicas if r in isr],
+        "replicas": replicas,
+    }
+    try:
+        given = normalise(config, drawn)
+        initial_state(config, given)
+    except InitialStateError:
+        return None
+    return given
 
 
 def configs(generation: Generation, sizes: Sequence[int] = (2, 3, 4, 5)) -> Any:
@@ -205,6 +298,15 @@ def swarm(chooser: Chooser, weights: Mapping[str, int]) -> dict[str, int]:
 
 Lower = Callable[[Step], Step | None]
 """A step in the form the implementation performs, or None if it cannot (``stateful.proposal``)."""
+
+
+def draw_tick(chooser: Chooser, config: Config) -> int:
+    """A timer's edge (``tick_lengths``), or (one time in ``WHOLE_RANGE``) any length up
+    to one past the longest timer."""
+    lengths = tick_lengths(config)
+    if chooser.integer(1, WHOLE_RANGE) == 1:
+        return chooser.integer(1, max(lengths) + 1)
+    return int(pick(chooser, lengths))
 
 
 def tick_lengths(config: Config) -> tuple[int, ...]:
@@ -283,16 +385,21 @@ def vary(chooser: Chooser, state: State, step: Step) -> Step:
     config = state.config
     if isinstance(step, Produce):
         acks = pick_weighted(chooser, [("all", 5), ("1", 3), ("0", 1)])
-        values = step.values if chooser.integer(0, 4) else (*step.values, f"{step.values[0]}b")
+        extra = 0 if chooser.integer(0, 4) else chooser.integer(1, 2)
+        values = (*step.values, *(f"{step.values[0]}{'bcd'[i]}" for i in range(extra)))
         to = pick(chooser, config.replicas) if chooser.integer(0, 9) == 0 else None
         return replace(step, acks=acks, values=values, to=to)
     if isinstance(step, Tick):
-        return Tick(ms=pick(chooser, tick_lengths(config)))
+        return Tick(ms=draw_tick(chooser, config))
     if isinstance(step, Fetch | FetchRound):
         if chooser.integer(0, 4) == 0:
-            step = replace(step, max_records=1)
+            # 1 most often (one record a fetch); sometimes any count up to the longest log
+            top = max(1, max(r.leo for r in state.replicas))
+            step = replace(step, max_records=1 if chooser.integer(0, 1) else chooser.integer(1, top))
         if chooser.integer(0, 4) == 0:
-            step = replace(step, max_wait_ms=0)  # answered at once, never parked
+            # 0: answered at once, never parked; otherwise a wait of its own, below or above the config's
+            wait = 0 if chooser.integer(0, 1) else chooser.integer(1, 2 * config.replica_fetch_wait_max_ms)
+            step = replace(step, max_wait_ms=wait)
         return step
     if isinstance(step, EpochQuery):
         epoch = chooser.integer(0, state.controller.epoch + 1)

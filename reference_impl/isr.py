@@ -19,9 +19,11 @@ def maybe_expand_isr(d: Draft, leader_id: str, follower_id: str) -> None:
     if not d.is_current_leader(leader) or follower_id in d.controller.isr or in_flight(d, leader_id):
         return
     follower_leo = leader.follower(follower_id).remote_leo
+    # ISR-EXPAND-1: only a follower whose LEO reached the leader's HW joins.
     if follower_leo is None or follower_leo < leader.hw:
         return
     rules = ["ISR-EXPAND-1"]
+    # ISR-EXPAND-2: and the start offset of the leader's current epoch (KAFKA-7128).
     if d.profile.isr_join_needs_epoch_start:
         epoch_start = next(
             (start for epoch, start in leader.epoch_cache if epoch == leader.leader_epoch),
@@ -47,8 +49,10 @@ def out_of_sync_followers(d: Draft, leader: Replica) -> list[str]:
         if progress.replica not in d.controller.isr:
             continue
         lagging = progress.last_caught_up_ms is None or d.clock_ms - progress.last_caught_up_ms > lag
+        # ISR-SHRINK-2: a follower at the leader's LEO is not out of sync.
         if spares_at_leo:
             lagging = lagging and progress.remote_leo != leader.leo
+        # ISR-SHRINK-1: not caught up for more than the lag time.
         if lagging:
             out.append(progress.replica)
     return out

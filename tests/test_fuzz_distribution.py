@@ -14,13 +14,16 @@ import pytest
 from conformance.adapter import Adapter, Description, StepResult
 from conformance.cli import main
 from conformance.distribution import (
+    TIMER_RANGES,
     WEIGHTS,
     RandomChooser,
     WeightsError,
     draw_config,
+    draw_initial,
     draw_steps,
     parse_weights,
     tick_lengths,
+    vary,
 )
 from conformance.explore import alphabet, explore, fault_steps, replay
 from conformance.fixtures import load_fixture_file
@@ -40,8 +43,15 @@ def test_configs_cover_sizes_min_insync_unclean_checkpoints_and_timers() -> None
         (n, k) for n in (2, 3) for k in range(1, n + 1)
     }
     assert {c.unclean_leader_election for c in drawn} == {True, False}
-    assert {c.replica_high_watermark_checkpoint_interval_ms for c in drawn} == {0, 500, 5000}
-    assert len({c.replica_lag_time_max_ms for c in drawn}) == 3
+    # the usual values, and (one draw in four) anywhere in the timer's range
+    checkpoints = {c.replica_high_watermark_checkpoint_interval_ms for c in drawn}
+    assert {0, 500, 5000} <= checkpoints and len(checkpoints) > 20
+    lags = {c.replica_lag_time_max_ms for c in drawn}
+    assert {200, 1000, 30000} <= lags and len(lags) > 20
+    for name, (lo, hi) in TIMER_RANGES.items():
+        assert all(
+            lo <= getattr(c, name) <= hi or getattr(c, name) in (0, 100, 200, 500, 1000, 5000, 30000) for c in drawn
+        )
     assert any(c.initial_leader not in (None, c.replicas[0]) for c in drawn)
     for config in drawn:
         config.validate()
@@ -254,3 +264,49 @@ def test_the_fault_steps_reach_stale_epochs_and_lost_tails() -> None:
     result, tree = explore(config, depth=2, max_records=1, faults=True)
     found = replay(ZOO["no-kip-320-fencing"](), config, tree, result)
     assert found is not None and len(found.path) == 2 and found.path[0].notify is not None
+
+
+def test_fetch_fields_ticks_and_produces_are_drawn_over_their_range() -> None:
+    chooser = RandomChooser(random.Random(3))
+    config = Config(replicas=("A", "B"), replica_lag_time_max_ms=1000)
+    state = apply(apply(initial_state(config), Produce(values=("a", "b", "c"), acks="1")), Fetch(replica="B"))
+    fresh = initial_state(config)
+    fetches = [vary(chooser, state, Fetch(replica="B")) for _ in range(600)]
+    assert {f.max_records for f in fetches} >= {None, 1, 2, 3}
+    waits = {f.max_wait_ms for f in fetches}
+    assert None in waits and 0 in waits and len(waits) > 10
+    assert all(w is None or 0 <= w <= 2 * config.replica_fetch_wait_max_ms for w in waits)
+    ticks = {vary(chooser, fresh, Tick(ms=1)).ms for _ in range(600)}
+    assert set(tick_lengths(config)) <= ticks and len(ticks) > len(tick_lengths(config)) + 10
+    sizes = {len(vary(chooser, fresh, Produce(values=("v",))).values) for _ in range(300)}
+    assert sizes == {1, 2, 3}
+
+
+def test_runs_start_from_drawn_states_too() -> None:
+    """One run in three starts from a drawn initial state: logs of several epochs, followers
+    behind or with a tail the leader lacks, an ISR of some followers, HWs below the LEOs;
+    every state drawn is one the model accepts."""
+    chooser = RandomChooser(random.Random(5))
+    starts = []
+    for i in range(300):
+        config = draw_config(chooser, list(Generation)[i % 3])
+        given = draw_initial(chooser, config)
+        if given is not None:
+            initial_state(config, given)
+            starts.append((config, given))
+    assert 60 < len(starts) < 140
+    logs = [r["log"] for _, g in starts for r in g["replicas"].values()]
+    assert any(any(text.startswith("x") for text in log) for log in logs)  # a diverging tail
+    assert any(len({text.split("@")[1] for text in log}) > 1 for log in logs)  # several epochs
+    assert any(g["isr"] != list(c.replicas) for c, g in starts)  # an ISR without every replica
+    assert any(g["replicas"][g["leader"]]["hw"] > 0 for _, g in starts)
+    assert any(g["replicas"][g["leader"]]["log_start"] > 0 for _, g in starts)  # records gone below it
+    # under the epoch generations the reference keeps its invariants from every drawn start
+    for config, given in starts:
+        if config.generation is Generation.HW_TRUNCATION:
+            continue  # KIP-101's data loss and divergence are expected findings there
+        state = initial_state(config, given)
+        for _ in range(15):
+            for step in draw_steps(chooser, state, refused=False):
+                before, state = state, apply(state, step)
+                assert not check(state, before), (config, given, step)

@@ -114,3 +114,24 @@ def test_sensitivity_json_names_the_killing_fixture_and_rules(capsys: pytest.Cap
     assert data["kill_rate"] == 1.0 and verdict["killed"]
     assert verdict["shortest"]["step"] == 1 and verdict["shortest"]["fixture"].startswith("seed-02-purgatory/")
     assert "FETCH-PARK-1" in verdict["shortest"]["rules"]
+
+
+FUZZ_BUDGET = 100
+"""Runs per generation when no fixture case of a claimed generation kills a member."""
+
+
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_no_member_is_equivalent_in_a_generation_it_claims(name: str, verdicts: Sensitivity) -> None:
+    """A member says where it differs from the reference (``generations``): each claim
+    holds, by a fixture case of that generation that fails it or, failing one, by fuzz
+    in that generation (seeded, so the verdict is reproducible)."""
+    from conformance.sensitivity import fuzz_kills
+
+    [verdict] = [v for v in verdicts.verdicts if v.member.name == name]
+    generation_of = {f.id: f.generation.value for f in bundled_fixtures()}
+    killed_in = {generation_of[k.fixture] for k in verdict.kills}
+    for claimed in verdict.member.generations:
+        if claimed in killed_in:
+            continue
+        found = fuzz_kills(verdict.member, FUZZ_BUDGET, [Generation(claimed)])
+        assert found, f"{name} claims {claimed}, but no fixture case nor {FUZZ_BUDGET} fuzz runs there tell it apart"

@@ -46,6 +46,7 @@ from reference_impl.steps import (
 )
 
 from ..adapter import Adapter, AdapterError
+from ..distribution import TIMER_RANGES, RandomChooser, draw_initial, tick_lengths, timer
 from .format import FORMAT, diff_observations
 
 GENERATOR = "kconform generate"
@@ -78,8 +79,11 @@ def _produce(state: State, rng: random.Random) -> list[Step]:
 
 def _fetch(state: State, rng: random.Random) -> list[Step]:
     out: list[Step] = []
+    top = max(1, max(r.leo for r in state.replicas))
     for r in _replicas(state):
-        out.append(Fetch(replica=r, max_records=rng.choice((None, None, None, 1))))
+        max_records = rng.choice((None, None, None, 1, rng.randint(1, top)))
+        max_wait = rng.choice((None, None, None, None, 0, rng.randint(1, 2 * state.config.replica_fetch_wait_max_ms)))
+        out.append(Fetch(replica=r, max_records=max_records, max_wait_ms=max_wait))
         out.append(DeliverFetch(replica=r))
     return out
 
@@ -97,7 +101,11 @@ def _epoch(state: State, rng: random.Random) -> list[Step]:
 
 def _tick(state: State, rng: random.Random) -> list[Step]:
     cfg = state.config
-    return [Tick(ms=rng.choice((cfg.replica_fetch_wait_max_ms, 100, 1000)))]
+    # the timers' edges, round values, and any length up to one past the longest timer
+    longest = max(tick_lengths(cfg))
+    return [
+        Tick(ms=rng.choice((cfg.replica_fetch_wait_max_ms, 100, 1000, *tick_lengths(cfg), rng.randint(1, longest + 1))))
+    ]
 
 
 def _tick_lag(state: State, rng: random.Random) -> list[Step]:
@@ -147,7 +155,8 @@ def _deliver_lai(state: State, rng: random.Random) -> list[Step]:
 
 
 def _consume(state: State, rng: random.Random) -> list[Step]:
-    return [Consume(offset=rng.choice((0, 0, 1)))]
+    top = max(r.leo for r in state.replicas)
+    return [Consume(offset=rng.choice((0, 0, 1, rng.randint(0, top + 1))))]
 
 
 PROPOSERS: dict[Category, Proposer] = {
@@ -261,14 +270,24 @@ def draw_config(rng: random.Random) -> Config:
     """A partition config over the dimensions users need covered."""
     n = rng.choice((2, 3, 3, 3, 4, 5))
     replicas = ("A", "B", "C", "D", "E")[:n]
+    chooser = RandomChooser(rng)
+    ranges = TIMER_RANGES
     return Config(
         replicas=replicas,
         generation=rng.choice(tuple(Generation)),
         min_insync_replicas=rng.randint(1, n),
         unclean_leader_election=rng.random() < 0.3,
-        replica_lag_time_max_ms=rng.choice((1000, 10000, 30000)),
-        replica_high_watermark_checkpoint_interval_ms=rng.choice((0, 0, 5000)),
+        replica_lag_time_max_ms=timer(chooser, (1000, 10000, 30000), *ranges["replica_lag_time_max_ms"]),
+        replica_fetch_wait_max_ms=timer(chooser, (500,), *ranges["replica_fetch_wait_max_ms"]),
+        replica_high_watermark_checkpoint_interval_ms=timer(
+            chooser, (0, 0, 5000), *ranges["replica_high_watermark_checkpoint_interval_ms"]
+        ),
+        request_timeout_ms=timer(chooser, (30000,), *ranges["request_timeout_ms"]),
     ).validate()
+
+
+INITIAL_ONE_IN = 4
+"""One trace in INITIAL_ONE_IN starts from a drawn state (``distribution.draw_initial``)."""
 
 
 def trace_id(seed: int, index: int) -> str:
@@ -308,9 +327,10 @@ def generate_trace(
     shape = SHAPES[rng.choices(names, weights=[mix[n] for n in names])[0]]
     config = draw_config(rng)
     length = rng.randint(shape.min_steps, shape.max_steps)
-    state = initial_state(config)
+    initial = draw_initial(RandomChooser(rng), config, INITIAL_ONE_IN)
+    state = initial_state(config, initial)
     if recorder is not None:
-        recorder.reset(config)
+        recorder.reset(config, initial)
     steps: list[dict[str, Any]] = []
     previous: dict[str, Any] | None = None
     stopped = ""
@@ -356,6 +376,7 @@ def generate_trace(
         "id": trace_id(seed, index),
         "shape": shape.name,
         "config": {k: v for k, v in config.to_dict().items() if v is not None},
+        **({"initial": initial} if initial is not None else {}),
         # a trace has at least one step; one whose recording failed at once checks nothing
         "steps": steps or [{"do": {"kind": "tick", "ms": 1}}],
         "provenance": provenance,
@@ -396,9 +417,9 @@ class Recorder:
         self.version = adapter.describe().version
         self._broken = ""
 
-    def reset(self, config: Config) -> None:
+    def reset(self, config: Config, initial: dict[str, Any] | None = None) -> None:
         try:
-            self.adapter.reset(config.to_dict())
+            self.adapter.reset(config.to_dict(), initial)
             self._broken = ""
         except AdapterError as exc:
             self._broken = f"reset: {exc.message}"
