@@ -45,13 +45,29 @@ IMPLS = (
     "shape-hw-decrease",
     "zoo:hw-counts-every-replica",
     "zoo:no-fetch-purgatory",
+    "choice-elect-last-eligible",
+    "choice-elect-last-eligible-broken",
+    "choice-fetch-one-record",
+    "choice-fetch-one-record-broken",
+    "choice-consume-one-record",
+    "choice-consume-one-record-broken",
+    "choice-isr-check-every-step",
+    "choice-isr-check-every-step-broken",
+    "choice-checkpoint-every-change",
+    "choice-checkpoint-every-change-broken",
 )
 LEVELS = ("exact", "settled", "safety")
 TRACES = 16
 
 
 def _traces() -> list[dict[str, Any]]:
-    return [generate_trace(11, i) for i in range(TRACES)]
+    """``TRACES`` generated traces from a fresh partition (every path can run them) and four
+    from a given state (``initial:``: run and replay only; fuzz and explore start fresh)."""
+    drawn = [generate_trace(11, i) for i in range(4 * TRACES)]
+    fresh = [r for r in drawn if r.get("initial") is None][:TRACES]
+    given = [r for r in drawn if r.get("initial") is not None][:4]
+    assert len(fresh) == TRACES and given
+    return fresh + given
 
 
 def _steps(record: dict[str, Any]) -> list[Step]:
@@ -64,10 +80,18 @@ def _config(record: dict[str, Any]) -> Config:
     return config_from_dict(record["config"])
 
 
+def _initial(record: dict[str, Any]) -> dict[str, Any] | None:
+    """A trace's starting state (``initial:``), every default spelled out, or None."""
+    from reference_impl.given import normalise
+
+    raw = record.get("initial")
+    return None if raw is None else normalise(_config(record), raw)
+
+
 def _yaml_fixture(record: dict[str, Any], folder: Path) -> Path:
     """The trace as a fixture file, every step expecting the reference's whole observation."""
     config = _config(record)
-    walked = walk(config, _steps(record), record["id"], source="test")
+    walked = walk(config, _steps(record), record["id"], source="test", initial=_initial(record))
     steps: list[dict[str, Any]] = []
     for i, fs in enumerate(walked.fixture.steps):
         entry: dict[str, Any] = {"do": fs.do}
@@ -78,6 +102,8 @@ def _yaml_fixture(record: dict[str, Any], folder: Path) -> Path:
         steps.append(entry)
     data = {k: v for k, v in config.to_dict().items() if v is not None}
     doc = {"id": record["id"], "title": "a generated trace", "source": "tests/test_one_judge.py", "config": data}
+    if record.get("initial") is not None:
+        doc["initial"] = record["initial"]
     doc["steps"] = steps
     path = folder / f"{record['id']}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
@@ -116,6 +142,9 @@ def test_run_replay_fuzz_and_explore_agree(
         step = (result.divergence or {}).get("step") if result.outcome == "failed" else None
         by_path["run"][record["id"]] = _verdict(result.outcome in ("passed", "skipped"), step)
         config, steps = _config(record), _steps(record)
+        if record.get("initial") is not None:  # fuzz and explore start from a fresh partition
+            by_path["fuzz"][record["id"]] = by_path["explore"][record["id"]] = by_path["run"][record["id"]]
+            continue
         judge = Judge(adapter, Generation(config.generation.value), level)
         found = judge.replay(config, steps)
         by_path["fuzz"][record["id"]] = _verdict(found is None, found.step if found else None)
