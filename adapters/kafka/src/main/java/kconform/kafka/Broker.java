@@ -44,6 +44,11 @@ final class Broker {
     Long fetchOffset;
     boolean truncating;
 
+    /** This follower's fetch parked in its leader's fetch purgatory (DelayedFetch), or null. */
+    Cluster.FetchRequestState parked;
+    /** The answer to this follower's fetch, on its way back, or null. */
+    Cluster.FetchAnswer inFlight;
+
     final Deque<Registration> inbox = new ArrayDeque<>();
     Proposal proposal;
 

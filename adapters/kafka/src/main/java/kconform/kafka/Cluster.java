@@ -102,6 +102,15 @@ final class Cluster implements AutoCloseable {
         }
     }
 
+    /** A follower's fetch as the leader received it (FetchParams + PartitionData). */
+    record FetchRequestState(Broker follower, Broker leader, long followerEpoch, int requestEpoch,
+                             FetchParams params, FetchRequest.PartitionData data, long deadlineMs) {
+    }
+
+    /** The leader's answer: an error, or what Partition.fetchRecords read. */
+    record FetchAnswer(FetchRequestState request, Errors error, LogReadInfo read, MemoryRecords records) {
+    }
+
     private record PendingProduce(String id, Broker leader, long requiredOffset, long deadlineMs) {
     }
 
@@ -114,6 +123,7 @@ final class Cluster implements AutoCloseable {
     private final long lagMs;
     private final long checkpointIntervalMs;
     private final long requestTimeoutMs;
+    private final long fetchWaitMs;
 
     // The controller (KRaft's partition record, as the adapter's controller decides it).
     private Integer ctrlLeader;
@@ -134,6 +144,7 @@ final class Cluster implements AutoCloseable {
         lagMs = ((Number) config.get("replica_lag_time_max_ms")).longValue();
         checkpointIntervalMs = ((Number) config.get("replica_high_watermark_checkpoint_interval_ms")).longValue();
         requestTimeoutMs = ((Number) config.get("request_timeout_ms")).longValue();
+        fetchWaitMs = ((Number) config.get("replica_fetch_wait_max_ms")).longValue();
         root = Files.createTempDirectory("kconform-kafka-").toFile();
         for (int i = 0; i < names.size(); i++) {
             Broker b = new Broker(names.get(i), i, new File(root, names.get(i)));
@@ -210,6 +221,8 @@ final class Cluster implements AutoCloseable {
         b.proposal = null;
         b.inbox.clear();
         b.fetchOffset = null;
+        b.parked = null;
+        b.inFlight = null;
     }
 
     @Override
@@ -342,8 +355,12 @@ final class Cluster implements AutoCloseable {
             || (r.leaderEpoch() == b.leaderEpoch && r.partitionEpoch() <= b.partitionEpoch && !isNew)) {
             return; // LAI-1: not newer than what the broker knows
         }
-        b.proposal = null; // a new record replaces the pending AlterPartition state
-        boolean newEpoch = isNew || r.leaderEpoch() != b.leaderEpoch || !"follower".equals(b.role);
+        boolean newEpoch = isNew || r.leaderEpoch() != b.leaderEpoch;
+        if (newEpoch) {
+            b.proposal = null; // ISR-ALTER-4: a new leader epoch forgets the proposal
+            b.inFlight = null; // MSG-DROP-1: the fetcher session ends with the epoch
+            b.parked = null;
+        }
         PartitionRegistration reg = toKafka(r);
         if (r.leader() != null && r.leader() == b.id) {
             b.partition.makeLeader(reg, isNew, offsetCheckpoints(b), Option.apply(TOPIC_ID), Option.empty());
@@ -636,12 +653,22 @@ final class Cluster implements AutoCloseable {
         }
     }
 
+    /** fetch_round: a fetch, and its delivery when the leader answered at once (FETCH-ROUND-1). */
+    void fetchRound(String name, Long maxWaitMs) throws Rejected, IOException {
+        fetch(name, maxWaitMs);
+        Broker f = broker(name);
+        if (f.inFlight != null) {
+            deliverFetch(name);
+        }
+    }
+
     /**
-     * One unit of the follower's fetcher thread (AbstractFetcherThread.doWork): truncate if
-     * the partition is truncating (maybeTruncate), then one fetch answered by the leader's
-     * Partition.fetchRecords at once, and the response processed as processFetchRequest does.
+     * The follower's fetcher thread sends one fetch (AbstractFetcherThread.doWork: maybeTruncate
+     * first if the partition is truncating, then the request built as buildFetch does), and the
+     * leader handles it: Partition.fetchRecords (which updates the follower's state, the ISR and
+     * the HW), answered at once or parked as ReplicaManager.fetchMessages decides.
      */
-    void fetchRound(String name) throws Rejected, IOException {
+    void fetch(String name, Long maxWaitMs) throws Rejected, IOException {
         Broker f = broker(name);
         if (!f.online) {
             throw new Rejected("FETCH-PRE-1", name + " is offline");
@@ -653,40 +680,116 @@ final class Cluster implements AutoCloseable {
         if (l == null || !l.online) {
             throw new Rejected("FETCH-PRE-1", name + " follows " + f.leader + ", which is offline");
         }
+        if (f.parked != null || f.inFlight != null) {
+            throw new Rejected("FETCH-PRE-1", name + " already has a fetch outstanding");
+        }
         UnifiedLog log = f.partition.localLogOrException();
         if (f.truncating) {
             maybeTruncate(f, l, log);
         }
-        Optional<Integer> lastFetchedEpoch = log.latestEpoch();
-        FetchParams params = new FetchParams(f.id, f.brokerEpoch, 0L, 1, MAX_BYTES, FetchIsolation.LOG_END,
+        long waitMs = maxWaitMs != null ? maxWaitMs : fetchWaitMs;
+        FetchParams params = new FetchParams(f.id, f.brokerEpoch, waitMs, 1, MAX_BYTES, FetchIsolation.LOG_END,
             Optional.empty());
         FetchRequest.PartitionData data = new FetchRequest.PartitionData(TOPIC_ID, f.fetchOffset,
-            log.logStartOffset(), MAX_BYTES, Optional.of(f.leaderEpoch), lastFetchedEpoch);
-        LogReadInfo read;
-        Errors error = Errors.NONE;
+            log.logStartOffset(), MAX_BYTES, Optional.of(f.leaderEpoch), log.latestEpoch());
+        FetchRequestState request = new FetchRequestState(f, l, f.brokerEpoch, f.leaderEpoch, params, data,
+            time.milliseconds() + waitMs);
+        FetchAnswer answer = read(request, true);
+        completeAllPending();
+        boolean immediate = waitMs <= 0 || answer.error() != Errors.NONE
+            || answer.read().divergingEpoch().isPresent() || answer.records().sizeInBytes() > 0;
+        if (immediate) {
+            f.inFlight = answer;
+        } else {
+            f.parked = request; // DelayedFetch in the leader's purgatory
+        }
+    }
+
+    /** Partition.fetchRecords on the leader; an ApiException becomes the error answer. */
+    private FetchAnswer read(FetchRequestState request, boolean updateFetchState) throws IOException {
+        Broker l = request.leader();
         try {
-            if (l.partition == null) {
+            if (!l.online || l.partition == null) {
                 throw Errors.NOT_LEADER_OR_FOLLOWER.exception();
             }
-            read = l.partition.fetchRecords(params, data, time.milliseconds(), MAX_BYTES, true, true);
+            LogReadInfo read = l.partition.fetchRecords(request.params(), request.data(), time.milliseconds(),
+                MAX_BYTES, true, updateFetchState);
+            return new FetchAnswer(request, Errors.NONE, read, toMemoryRecords(read.fetchedData().records));
         } catch (ApiException e) {
-            read = null;
-            error = Errors.forException(e);
+            return new FetchAnswer(request, Errors.forException(e), null, MemoryRecords.EMPTY);
         }
-        completeAllPending();
-        if (error == Errors.OFFSET_OUT_OF_RANGE) {
-            outOfRange(f, l, log);
+    }
+
+    /** DelayedFetch.tryComplete for the fetches parked at a leader: complete when there is
+     * something to read (the leader's LEO moved from the fetch offset), when the leader no
+     * longer leads at the request's epoch, or (force) at the deadline. The completion reads
+     * again without updating the follower's state (DelayedFetch.onComplete). */
+    private void completeParked(boolean deadlinesOnly) {
+        for (Broker f : brokers) {
+            FetchRequestState p = f.parked;
+            if (p == null) {
+                continue;
+            }
+            Broker l = p.leader();
+            if (!l.online) {
+                f.parked = null; // the leader's purgatory is gone with it
+                continue;
+            }
+            boolean due = time.milliseconds() >= p.deadlineMs();
+            boolean ready = !deadlinesOnly && (l.partition == null || !l.partition.isLeader()
+                || l.partition.getLeaderEpoch() != p.requestEpoch()
+                || l.partition.localLogOrException().logEndOffset() != p.data().fetchOffset);
+            if (due || ready) {
+                f.parked = null;
+                try {
+                    FetchAnswer answer = read(p, false);
+                    if (f.online && f.brokerEpoch == p.followerEpoch()) {
+                        f.inFlight = answer;
+                    }
+                } catch (IOException e) {
+                    throw new IllegalStateException("reading the leader's log failed: " + e, e);
+                }
+            }
+        }
+    }
+
+    /**
+     * The follower processes the answer as AbstractFetcherThread.processFetchRequest does:
+     * errors change nothing (the thread backs off), OFFSET_OUT_OF_RANGE goes through
+     * fetchOffsetAndTruncate, a diverging epoch through truncateOnFetchResponse (and no
+     * watermark update, KAFKA-14704), records through ReplicaFetcherThread.processPartitionData
+     * (appendRecordsToFollowerOrFutureReplica, then the HW and log start from the response).
+     */
+    void deliverFetch(String name) throws Rejected, IOException {
+        Broker f = broker(name);
+        FetchAnswer answer = f.inFlight;
+        if (answer == null) {
+            throw new Rejected("FETCH-DELIVER-PRE-1", "deliver_fetch: no fetch response is in flight to " + name);
+        }
+        f.inFlight = null;
+        FetchRequestState req = answer.request();
+        if (!f.online || f.brokerEpoch != req.followerEpoch() || f.leaderEpoch != req.requestEpoch()
+            || !req.leader().name.equals(f.leader) || f.fetchOffset == null) {
+            return; // MSG-DROP-1: the fetcher session that asked is gone
+        }
+        Broker l = req.leader();
+        UnifiedLog log = f.partition.localLogOrException();
+        if (answer.error() == Errors.OFFSET_OUT_OF_RANGE) {
+            if (l.online && l.partition != null && l.partition.log().isDefined()) {
+                outOfRange(f, l, log);
+            }
             return;
         }
-        if (error != Errors.NONE) {
+        if (answer.error() != Errors.NONE) {
             return; // FOLLOWER-FETCH-3: the fetcher backs off and retries
         }
+        LogReadInfo read = answer.read();
         Optional<FetchResponseData.EpochEndOffset> diverging = read.divergingEpoch();
         if (diverging.isPresent()) {
             truncateOnFetch(f, log, diverging.get().epoch(), diverging.get().endOffset());
-            return; // no watermark update from a diverging response (KAFKA-14704)
+            return;
         }
-        MemoryRecords records = toMemoryRecords(read.fetchedData().records);
+        MemoryRecords records = answer.records();
         if (records.sizeInBytes() > 0) {
             f.partition.appendRecordsToFollowerOrFutureReplica(records, false, f.leaderEpoch);
         }
@@ -846,6 +949,12 @@ final class Cluster implements AutoCloseable {
                 }));
             }
         }
+        for (Broker f : brokers) {
+            FetchRequestState p = f.parked;
+            if (p != null && p.deadlineMs() > from && p.deadlineMs() <= to) {
+                timers.add(new Timer(p.deadlineMs(), 0, () -> completeParked(true)));
+            }
+        }
         for (Broker b : brokers) {
             if (!b.online) {
                 continue;
@@ -891,6 +1000,7 @@ final class Cluster implements AutoCloseable {
 
     /** CKPT-1: with an interval of 0 every change of the HW is written at once. */
     void afterStep() {
+        completeParked(false);
         completeAllPending();
         if (checkpointIntervalMs == 0) {
             for (Broker b : brokers) {

@@ -113,13 +113,9 @@ public final class Main {
         switch (kind) {
             case "produce" -> cluster.produce((String) s.get("id"), (List<String>) s.get("values"),
                 String.valueOf(s.get("acks")), (String) s.get("to"));
-            case "fetch_round" -> {
-                Object wait = s.get("max_wait_ms");
-                if (wait != null && ((Number) wait).longValue() > 0) {
-                    throw new IllegalArgumentException("fetch_round.max_wait_ms > 0 (a parked fetch) is not supported");
-                }
-                cluster.fetchRound((String) s.get("replica"));
-            }
+            case "fetch_round" -> cluster.fetchRound((String) s.get("replica"), maxWait(s));
+            case "fetch" -> cluster.fetch((String) s.get("replica"), maxWait(s));
+            case "deliver_fetch" -> cluster.deliverFetch((String) s.get("replica"));
             case "tick" -> cluster.tick(((Number) s.get("ms")).longValue());
             case "isr_expiration" -> cluster.isrExpiration((String) s.get("replica"));
             case "deliver_alter_partition" -> cluster.deliverAlterPartition((String) s.get("replica"));
@@ -138,9 +134,14 @@ public final class Main {
         }
     }
 
+    private static Long maxWait(Map<String, Object> s) {
+        Object wait = s.get("max_wait_ms");
+        return wait == null ? null : ((Number) wait).longValue();
+    }
+
     private static Map<String, Object> hello() {
         Map<String, Object> capabilities = new LinkedHashMap<>();
-        capabilities.put("steps", List.of("produce", "fetch_round", "tick", "isr_expiration",
+        capabilities.put("steps", List.of("produce", "fetch", "deliver_fetch", "fetch_round", "tick", "isr_expiration",
             "deliver_alter_partition", "deliver_leader_and_isr", "crash", "restart", "elect", "epoch_query"));
         capabilities.put("fields", List.of("clock_ms", "leader", "leader_epoch", "isr", "partition_epoch",
             "replicas", "producer", "epoch_query"));
@@ -148,6 +149,7 @@ public final class Main {
             "checkpoint_hw", "log", "epoch_cache", "fetch_state", "remote_leo", "log_start"));
         capabilities.put("step_fields", Map.of(
             "fetch_round", List.of("max_wait_ms"),
+            "fetch", List.of("max_wait_ms"),
             "crash", List.of(),
             "produce", List.of("acks", "id", "to"),
             "elect", List.of("leader", "notify"),
