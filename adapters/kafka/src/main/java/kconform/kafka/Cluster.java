@@ -556,10 +556,13 @@ final class Cluster implements AutoCloseable {
         }
         if (error != Errors.NONE) {
             p.answer().completeExceptionally(error.exception());
-            // Kafka keeps the change pending until new metadata arrives; it is the current record.
-            Broker.Registration r = registration();
-            b.partitionEpoch = -1;
-            apply(b, r, false);
+            // Partition.handleAlterPartitionError keeps the change pending until new metadata
+            // arrives. At the same leader epoch that metadata is the ISR-only record the broker
+            // already applied: re-apply it. A new leader epoch comes with its own LeaderAndIsr.
+            if (ctrlEpoch == b.leaderEpoch) {
+                b.partitionEpoch = -1;
+                apply(b, registration(), false);
+            }
             return;
         }
         ctrlIsr = proposed;
@@ -1079,7 +1082,7 @@ final class Cluster implements AutoCloseable {
         r.put("leader", b.leader);
         r.put("leader_epoch", b.leaderEpoch);
         r.put("leo", s.leo());
-        r.put("hw", b.online ? s.hw() : Math.min(checkpointHw, s.leo()));
+        r.put("hw", s.hw()); // offline: the HW it had (memory), as the reference shows it
         r.put("checkpoint_hw", checkpointHw);
         r.put("log", s.log());
         r.put("epoch_cache", s.epochCache());
