@@ -44,7 +44,8 @@ def missing_tools() -> list[str]:
 def is_built(directory: Path | None = None) -> bool:
     """True when the compiled classes and Kafka's jars are in ``target/``."""
     d = directory or adapter_dir()
-    return (d / "target" / "classes" / "kconform" / "kafka" / "Main.class").is_file() and (d / "target" / "lib").is_dir()
+    main = d / "target" / "classes" / "kconform" / "kafka" / "Main.class"
+    return main.is_file() and (d / "target" / "lib").is_dir()
 
 
 def build(directory: Path | None = None) -> None:
@@ -52,7 +53,8 @@ def build(directory: Path | None = None) -> None:
     d = directory or adapter_dir()
     missing = missing_tools()
     if missing:
-        raise KafkaAdapterUnavailable(f"building the Kafka adapter needs {' and '.join(missing)} on PATH (JDK 17+, Maven 3.8+)")
+        needs = " and ".join(missing)
+        raise KafkaAdapterUnavailable(f"building the Kafka adapter needs {needs} on PATH (JDK 17+, Maven 3.8+)")
     if not (d / "pom.xml").is_file():
         raise KafkaAdapterUnavailable(f"no Kafka adapter project at {d} (set {ENV_DIR} to the adapters/kafka folder)")
     done = subprocess.run(
