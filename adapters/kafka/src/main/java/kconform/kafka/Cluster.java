@@ -137,6 +137,11 @@ final class Cluster implements AutoCloseable {
     private Map<String, Object> epochQuery;
 
     Cluster(Map<String, Object> config) throws IOException {
+        this(config, null);
+    }
+
+    /** A fresh partition, or (protocol 3) the given state of spec/adapter-protocol.md "reset". */
+    Cluster(Map<String, Object> config, Map<String, Object> initial) throws IOException {
         @SuppressWarnings("unchecked")
         List<String> names = (List<String>) config.get("replicas");
         minIsr = ((Number) config.get("min_insync_replicas")).intValue();
@@ -150,6 +155,10 @@ final class Cluster implements AutoCloseable {
             Broker b = new Broker(names.get(i), i, new File(root, names.get(i)));
             brokers.add(b);
             byName.put(b.name, b);
+        }
+        if (initial != null) {
+            fromGiven(initial);
+            return;
         }
         String first = (String) config.get("initial_leader");
         Broker leader = first == null ? brokers.get(0) : broker(first);
@@ -167,6 +176,94 @@ final class Cluster implements AutoCloseable {
             apply(b, registration(), true);
         }
         afterStep();
+    }
+
+    /**
+     * Builds a given state as Kafka's own unit tests do (PartitionTest, AbstractFetcherThreadTest):
+     * each broker's log appended as follower batches (one per run of records of one epoch) from
+     * its log start, the leader-epoch cache set to the given entries, the HW and its checkpoint
+     * written, then makeLeader / makeFollower with the partition state the broker knows; a
+     * leader's view of a follower is set through Replica.updateFetchStateOrThrow at time 0.
+     */
+    @SuppressWarnings("unchecked")
+    private void fromGiven(Map<String, Object> initial) throws IOException {
+        String leaderName = (String) initial.get("leader");
+        ctrlLeader = leaderName == null ? null : broker(leaderName).id;
+        ctrlEpoch = ((Number) initial.get("leader_epoch")).intValue();
+        ctrlPartitionEpoch = ((Number) initial.get("partition_epoch")).intValue();
+        List<String> isrNames = (List<String>) initial.get("isr");
+        ctrlIsr = new ArrayList<>();
+        for (Broker b : brokers) {
+            if (isrNames.contains(b.name)) {
+                ctrlIsr.add(b.id);
+            }
+        }
+        Map<String, Map<String, Object>> given = (Map<String, Map<String, Object>>) initial.get("replicas");
+        for (Broker b : brokers) {
+            Map<String, Object> rs = given.get(b.name);
+            start(b, true);
+            UnifiedLog log = b.partition.localLogOrException();
+            long logStart = ((Number) rs.get("log_start")).longValue();
+            if (logStart > 0) {
+                log.truncateFullyAndStartAt(logStart, Optional.empty());
+            }
+            List<String> records = (List<String>) rs.get("log");
+            long offset = logStart;
+            int i = 0;
+            while (i < records.size()) {
+                // One record per batch: a given follower log may end inside what would be one of
+                // the leader's batches, and Kafka replicates whole batches.
+                int epoch = epochOf(records.get(i));
+                List<SimpleRecord> batch = new ArrayList<>();
+                String r = records.get(i);
+                batch.add(new SimpleRecord(r.substring(0, r.lastIndexOf('@')).getBytes(StandardCharsets.UTF_8)));
+                i++;
+                log.appendAsFollower(MemoryRecords.withRecords(offset, Compression.NONE, epoch,
+                    batch.toArray(SimpleRecord[]::new)), Integer.MAX_VALUE);
+                offset += batch.size();
+            }
+            List<EpochEntry> cache = new ArrayList<>();
+            for (List<Number> e : (List<List<Number>>) rs.get("epoch_cache")) {
+                cache.add(new EpochEntry(e.get(0).intValue(), e.get(1).longValue()));
+            }
+            log.leaderEpochCache().clear();
+            log.leaderEpochCache().assign(cache);
+            b.hwCheckpoint.write(Map.of(TP, ((Number) rs.get("checkpoint_hw")).longValue()));
+            log.updateHighWatermark(((Number) rs.get("hw")).longValue());
+            String knownLeader = (String) rs.get("leader");
+            int knownEpoch = ((Number) rs.get("leader_epoch")).intValue();
+            b.leaderEpoch = -1;
+            b.partitionEpoch = -1;
+            apply(b, new Broker.Registration(knownLeader == null ? null : broker(knownLeader).id, knownEpoch,
+                ctrlPartitionEpoch, List.copyOf(ctrlIsr)), false);
+            if ("follower".equals(b.role)) {
+                b.fetchOffset = log.logEndOffset();
+                b.truncating = "truncating".equals(rs.get("fetch_state"));
+            }
+            // makeLeader may have moved the HW (an ISR of one); the given state says where it is.
+            log.updateHighWatermark(((Number) rs.get("hw")).longValue());
+            Map<String, Object> remote = (Map<String, Object>) rs.get("remote_leo");
+            if (remote != null && "leader".equals(b.role)) {
+                for (Map.Entry<String, Object> e : remote.entrySet()) {
+                    if (e.getValue() == null) {
+                        continue;
+                    }
+                    Broker f = broker(e.getKey());
+                    b.partition.getReplica(f.id).get().updateFetchStateOrThrow(
+                        new org.apache.kafka.storage.internals.log.LogOffsetMetadata(((Number) e.getValue()).longValue()),
+                        0L, 0L, log.logEndOffset(), f.brokerEpoch);
+                }
+            }
+        }
+        for (Broker b : brokers) {
+            if (Boolean.FALSE.equals(given.get(b.name).get("online"))) {
+                stop(b);
+            }
+        }
+    }
+
+    private static int epochOf(String record) {
+        return Integer.parseInt(record.substring(record.lastIndexOf('@') + 1));
     }
 
     // ------------------------------------------------------------------ broker life
@@ -859,7 +956,9 @@ final class Cluster implements AutoCloseable {
             f.partition.truncateTo(target, false);
         }
         f.fetchOffset = target;
-        f.truncating = !completed;
+        // updateFetchOffsetAndMaybeMarkTruncationComplete: with truncation on fetch the state is
+        // Fetching even when the truncation is not complete; the next fetch carries the new epoch.
+        f.truncating = false;
     }
 
     /** AbstractFetcherThread.fetchOffsetAndTruncate, the leader's ListOffsets folded in. */

@@ -73,15 +73,12 @@ public final class Main {
                 return hello();
             case "reset":
                 closeCluster();
-                if (request.get("initial") != null) {
-                    throw new IllegalArgumentException("starting from a given state is not supported");
-                }
                 Map<String, Object> config = (Map<String, Object>) request.get("config");
                 if (!"diverging-epoch".equals(config.get("generation"))) {
                     throw new IllegalArgumentException("Kafka " + KAFKA_VERSION + " runs diverging-epoch only, not "
                         + config.get("generation"));
                 }
-                cluster = new Cluster(config);
+                cluster = new Cluster(config, (Map<String, Object>) request.get("initial"));
                 return Map.of();
             case "step":
                 if (cluster == null) {
@@ -154,6 +151,7 @@ public final class Main {
             "produce", List.of("acks", "id", "to"),
             "elect", List.of("leader", "notify"),
             "epoch_query", List.of("current_leader_epoch")));
+        capabilities.put("initial_state", true);
         capabilities.put("conventions", Map.of("unknown_remote_leo", "null", "epoch_base", 0, "offline_role", "kept"));
         Map<String, Object> implementation = new LinkedHashMap<>();
         implementation.put("name", "apache-kafka");
