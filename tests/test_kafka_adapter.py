@@ -119,3 +119,21 @@ def test_a_missing_build_names_the_build_command(tmp_path: Path, monkeypatch: py
     monkeypatch.setenv(kafka_impl.ENV_DIR, str(tmp_path / "adapters" / "kafka"))
     with pytest.raises(kconform.UnknownImplementation, match=re.escape(kafka_impl.BUILD_COMMAND)):
         kconform.resolve("kafka")
+
+
+def test_kafka_passes_the_candidate_fixtures_the_reference_fails(built: Path) -> None:
+    """The two candidate reference errors (docs/kafka.md) state what Kafka 4.x does; if the
+    adapter stops showing it (or the reference starts to), the classification is stale."""
+    fixtures, problems = kconform.load_fixtures([Path(built) / "candidates"])
+    assert not problems and len(fixtures) == 2
+    document = kconform.run_suite(
+        [
+            kconform.Implementation("kafka", kconform.resolve("kafka")),
+            kconform.Implementation("reference", kconform.resolve("reference")),
+        ],
+        fixtures,
+    )
+    status = {(r["implementation"], r["fixture"]): r["status"] for r in document["results"]}
+    for fixture in fixtures:
+        assert status["kafka", fixture.id] == "PASS"
+        assert status["reference", fixture.id] == "FAIL"
