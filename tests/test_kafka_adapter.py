@@ -64,7 +64,7 @@ def test_hello_declares_only_what_the_adapter_does(kafka: StdioAdapter) -> None:
     assert d.name == "apache-kafka" and d.version.startswith("4.")
     assert list(d.generations) == ["diverging-epoch"]
     assert "consume" not in d.steps and "epoch_request" not in d.steps
-    assert not d.initial_state
+    assert d.initial_state  # protocol 3: starts from a given state, as Kafka's unit tests do
 
 
 def test_a_round_trip_commits_through_kafkas_own_code(kafka: StdioAdapter) -> None:
@@ -102,15 +102,18 @@ def test_a_step_kafka_refuses_is_rejected_with_the_rule(kafka: StdioAdapter) -> 
     assert result.rejected is not None and result.rule == "ISR-ALTER-PRE-1"
 
 
-def test_every_runnable_bundled_fixture_passes_exactly(built: Path) -> None:
+def test_every_runnable_bundled_fixture_passes_exactly_or_cannot_be_expressed(built: Path) -> None:
     fixtures, problems = kconform.load_fixtures([kconform.BUNDLED_FIXTURES])
     assert not problems
     impl = kconform.Implementation("kafka", kconform.resolve("kafka"))
     document = kconform.run_suite([impl], fixtures, level="exact")
     counts = kconform.status_counts(document)
-    failed = [r["fixture"] for r in document["results"] if r["status"] not in ("PASS", "SKIP")]
+    failed = [r["fixture"] for r in document["results"] if r["status"] not in ("PASS", "SKIP", "ERROR")]
     assert not failed, failed
-    assert counts["PASS"] >= 20
+    # The only errors: a max_records that cuts a batch, which Kafka cannot do (docs/kafka.md).
+    errors = [r for r in document["results"] if r["status"] == "ERROR"]
+    assert all("Kafka fetches whole batches" in r["reason"] for r in errors), [r["reason"] for r in errors]
+    assert counts["PASS"] >= 40
 
 
 def test_a_missing_build_names_the_build_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

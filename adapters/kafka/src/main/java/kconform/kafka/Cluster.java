@@ -499,9 +499,12 @@ final class Cluster implements AutoCloseable {
                 continue;
             }
             if (!leaderEpochChanged) {
-                // KRaft: an ISR-only change reaches brokers as metadata; the leader reads it at once.
+                // KRaft: an ISR-only change reaches brokers as metadata, at once unless an
+                // earlier record is still on its way (records apply in log order).
                 if (b.inbox.isEmpty()) {
                     apply(b, r, false);
+                } else {
+                    b.inbox.add(r);
                 }
                 continue;
             }
@@ -629,7 +632,13 @@ final class Cluster implements AutoCloseable {
         if (b.inbox.isEmpty()) {
             throw new Rejected("LAI-PRE-1", "deliver_leader_and_isr: none is in flight to " + name);
         }
-        apply(b, b.inbox.poll(), false);
+        Broker.Registration r = b.inbox.poll();
+        apply(b, r, false);
+        // The ISR-only records written after it at the same leader epoch reach the broker
+        // with it: they are metadata, not a LeaderAndIsr of their own (CTRL-ELECT-5).
+        while (!b.inbox.isEmpty() && b.inbox.peek().leaderEpoch() == r.leaderEpoch()) {
+            apply(b, b.inbox.poll(), false);
+        }
     }
 
     /** The controller answers the leader's AlterPartition (ReplicationControlManager.alterPartition
@@ -668,8 +677,12 @@ final class Cluster implements AutoCloseable {
         p.answer().complete(new LeaderAndIsr(req.leader(), req.leaderEpoch(), proposed,
             LeaderRecoveryState.RECOVERED, ctrlPartitionEpoch));
         for (Broker other : brokers) {
-            if (other != b && other.online && other.inbox.isEmpty()) {
-                apply(other, registration(), false);
+            if (other != b && other.online) {
+                if (other.inbox.isEmpty()) {
+                    apply(other, registration(), false);
+                } else {
+                    other.inbox.add(registration());
+                }
             }
         }
     }
@@ -754,8 +767,8 @@ final class Cluster implements AutoCloseable {
     }
 
     /** fetch_round: a fetch, and its delivery when the leader answered at once (FETCH-ROUND-1). */
-    void fetchRound(String name, Long maxWaitMs) throws Rejected, IOException {
-        fetch(name, maxWaitMs);
+    void fetchRound(String name, Long maxWaitMs, Integer maxRecords) throws Rejected, IOException {
+        fetch(name, maxWaitMs, maxRecords);
         Broker f = broker(name);
         if (f.inFlight != null) {
             deliverFetch(name);
@@ -768,7 +781,7 @@ final class Cluster implements AutoCloseable {
      * leader handles it: Partition.fetchRecords (which updates the follower's state, the ISR and
      * the HW), answered at once or parked as ReplicaManager.fetchMessages decides.
      */
-    void fetch(String name, Long maxWaitMs) throws Rejected, IOException {
+    void fetch(String name, Long maxWaitMs, Integer maxRecords) throws Rejected, IOException {
         Broker f = broker(name);
         if (!f.online) {
             throw new Rejected("FETCH-PRE-1", name + " is offline");
@@ -788,10 +801,11 @@ final class Cluster implements AutoCloseable {
             maybeTruncate(f, l, log);
         }
         long waitMs = maxWaitMs != null ? maxWaitMs : fetchWaitMs;
-        FetchParams params = new FetchParams(f.id, f.brokerEpoch, waitMs, 1, MAX_BYTES, FetchIsolation.LOG_END,
+        int maxBytes = maxRecords == null ? MAX_BYTES : bytesFor(l, f.fetchOffset, maxRecords);
+        FetchParams params = new FetchParams(f.id, f.brokerEpoch, waitMs, 1, maxBytes, FetchIsolation.LOG_END,
             Optional.empty());
         FetchRequest.PartitionData data = new FetchRequest.PartitionData(TOPIC_ID, f.fetchOffset,
-            log.logStartOffset(), MAX_BYTES, Optional.of(f.leaderEpoch), log.latestEpoch());
+            log.logStartOffset(), maxBytes, Optional.of(f.leaderEpoch), log.latestEpoch());
         FetchRequestState request = new FetchRequestState(f, l, f.brokerEpoch, f.leaderEpoch, params, data,
             time.milliseconds() + waitMs);
         FetchAnswer answer = read(request, true);
@@ -805,6 +819,37 @@ final class Cluster implements AutoCloseable {
         }
     }
 
+    /**
+     * max_records stands for replica.fetch.max.bytes (FETCH-LEADER-3): the bytes of the whole
+     * batches from the fetch offset that hold at most that many records. Kafka never splits a
+     * batch, and returns the first batch even when it is larger (minOneMessage).
+     */
+    private int bytesFor(Broker leader, long fetchOffset, int maxRecords) throws IOException {
+        if (!leader.online || leader.partition == null || leader.partition.log().isEmpty()) {
+            return MAX_BYTES;
+        }
+        UnifiedLog log = leader.partition.log().get();
+        if (fetchOffset < log.logStartOffset() || fetchOffset >= log.logEndOffset()) {
+            return MAX_BYTES;
+        }
+        int bytes = 0;
+        long records = 0;
+        for (RecordBatch batch : log.read(fetchOffset, MAX_BYTES, FetchIsolation.LOG_END, true).records.batches()) {
+            long n = batch.lastOffset() - Math.max(batch.baseOffset(), fetchOffset) + 1;
+            if (records + n > maxRecords) {
+                if (records < maxRecords) {
+                    throw new IllegalArgumentException("max_records " + maxRecords + " ends inside a batch of " + n
+                        + " records at offset " + (fetchOffset + records) + ": Kafka fetches whole batches"
+                        + " (replica.fetch.max.bytes), so this fetch has no Kafka counterpart");
+                }
+                break;
+            }
+            records += n;
+            bytes += batch.sizeInBytes();
+        }
+        return Math.max(bytes, 1);
+    }
+
     /** Partition.fetchRecords on the leader; an ApiException becomes the error answer. */
     private FetchAnswer read(FetchRequestState request, boolean updateFetchState) throws IOException {
         Broker l = request.leader();
@@ -813,7 +858,7 @@ final class Cluster implements AutoCloseable {
                 throw Errors.NOT_LEADER_OR_FOLLOWER.exception();
             }
             LogReadInfo read = l.partition.fetchRecords(request.params(), request.data(), time.milliseconds(),
-                MAX_BYTES, true, updateFetchState);
+                request.params().maxBytes, true, updateFetchState);
             return new FetchAnswer(request, Errors.NONE, read, toMemoryRecords(read.fetchedData().records));
         } catch (ApiException e) {
             return new FetchAnswer(request, Errors.forException(e), null, MemoryRecords.EMPTY);
@@ -1185,7 +1230,11 @@ final class Cluster implements AutoCloseable {
         r.put("checkpoint_hw", checkpointHw);
         r.put("log", s.log());
         r.put("epoch_cache", s.epochCache());
-        r.put("fetch_state", b.truncating && b.fetchOffset != null ? "truncating" : "fetching");
+        // The spec's "truncating" means "must ask OffsetsForLeaderEpoch first". Kafka's fetcher
+        // is also Truncating when the log has no epoch at all, but then it only truncates to its
+        // HW locally (truncateToHighWatermark) and fetches: that is "fetching" in the spec's sense.
+        boolean asksEpoch = b.truncating && b.fetchOffset != null && s.epochCache().size() > 0;
+        r.put("fetch_state", asksEpoch ? "truncating" : "fetching");
         r.put("log_start", s.logStart());
         if (b.online && "leader".equals(b.role)) {
             Map<String, Object> remote = new LinkedHashMap<>();

@@ -110,8 +110,8 @@ public final class Main {
         switch (kind) {
             case "produce" -> cluster.produce((String) s.get("id"), (List<String>) s.get("values"),
                 String.valueOf(s.get("acks")), (String) s.get("to"));
-            case "fetch_round" -> cluster.fetchRound((String) s.get("replica"), maxWait(s));
-            case "fetch" -> cluster.fetch((String) s.get("replica"), maxWait(s));
+            case "fetch_round" -> cluster.fetchRound((String) s.get("replica"), maxWait(s), maxRecords(s));
+            case "fetch" -> cluster.fetch((String) s.get("replica"), maxWait(s), maxRecords(s));
             case "deliver_fetch" -> cluster.deliverFetch((String) s.get("replica"));
             case "tick" -> cluster.tick(((Number) s.get("ms")).longValue());
             case "isr_expiration" -> cluster.isrExpiration((String) s.get("replica"));
@@ -131,6 +131,11 @@ public final class Main {
         }
     }
 
+    private static Integer maxRecords(Map<String, Object> s) {
+        Object n = s.get("max_records");
+        return n == null ? null : ((Number) n).intValue();
+    }
+
     private static Long maxWait(Map<String, Object> s) {
         Object wait = s.get("max_wait_ms");
         return wait == null ? null : ((Number) wait).longValue();
@@ -145,8 +150,8 @@ public final class Main {
         capabilities.put("replica_fields", List.of("online", "role", "leader", "leader_epoch", "leo", "hw",
             "checkpoint_hw", "log", "epoch_cache", "fetch_state", "remote_leo", "log_start"));
         capabilities.put("step_fields", Map.of(
-            "fetch_round", List.of("max_wait_ms"),
-            "fetch", List.of("max_wait_ms"),
+            "fetch_round", List.of("max_wait_ms", "max_records"),
+            "fetch", List.of("max_wait_ms", "max_records"),
             "crash", List.of(),
             "produce", List.of("acks", "id", "to"),
             "elect", List.of("leader", "notify"),
