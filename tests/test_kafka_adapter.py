@@ -32,6 +32,13 @@ CONFIG: dict[str, Any] = {
 }
 
 
+CANDIDATE_REFERENCE_ERRORS = {
+    "hw-caught-up-follower-diverging-epoch": "step 6 relies on LAI-2 resetting every follower's last fetch "
+    "to (leader LEO, now); Kafka's Replica.resetReplicaState does not (docs/kafka.md, candidate 3)",
+}
+"""Bundled fixtures Kafka fails because the reference may be wrong there: for the lead to settle."""
+
+
 @pytest.fixture(scope="session")
 def built() -> Path:
     missing = kafka_impl.missing_tools()
@@ -108,8 +115,8 @@ def test_every_runnable_bundled_fixture_passes_exactly_or_cannot_be_expressed(bu
     impl = kconform.Implementation("kafka", kconform.resolve("kafka"))
     document = kconform.run_suite([impl], fixtures, level="exact")
     counts = kconform.status_counts(document)
-    failed = [r["fixture"] for r in document["results"] if r["status"] not in ("PASS", "SKIP", "ERROR")]
-    assert not failed, failed
+    failed = {r["fixture"] for r in document["results"] if r["status"] not in ("PASS", "SKIP", "ERROR")}
+    assert failed == set(CANDIDATE_REFERENCE_ERRORS), failed
     # The only errors: a max_records that cuts a batch, which Kafka cannot do (docs/kafka.md).
     errors = [r for r in document["results"] if r["status"] == "ERROR"]
     assert all("Kafka fetches whole batches" in r["reason"] for r in errors), [r["reason"] for r in errors]
@@ -125,10 +132,10 @@ def test_a_missing_build_names_the_build_command(tmp_path: Path, monkeypatch: py
 
 
 def test_kafka_passes_the_candidate_fixtures_the_reference_fails(built: Path) -> None:
-    """The two candidate reference errors (docs/kafka.md) state what Kafka 4.x does; if the
+    """The three candidate reference errors (docs/kafka.md) state what Kafka 4.x does; if the
     adapter stops showing it (or the reference starts to), the classification is stale."""
     fixtures, problems = kconform.load_fixtures([Path(built) / "candidates"])
-    assert not problems and len(fixtures) == 2
+    assert not problems and len(fixtures) == 3
     document = kconform.run_suite(
         [
             kconform.Implementation("kafka", kconform.resolve("kafka")),

@@ -104,7 +104,8 @@ final class Cluster implements AutoCloseable {
 
     /** A follower's fetch as the leader received it (FetchParams + PartitionData). */
     record FetchRequestState(Broker follower, Broker leader, long followerEpoch, int requestEpoch,
-                             FetchParams params, FetchRequest.PartitionData data, long deadlineMs) {
+                             FetchParams params, FetchRequest.PartitionData data, long deadlineMs,
+                             Integer maxRecords) {
     }
 
     /** The leader's answer: an error, or what Partition.fetchRecords read. */
@@ -251,7 +252,7 @@ final class Cluster implements AutoCloseable {
                     Broker f = broker(e.getKey());
                     b.partition.getReplica(f.id).get().updateFetchStateOrThrow(
                         new org.apache.kafka.storage.internals.log.LogOffsetMetadata(((Number) e.getValue()).longValue()),
-                        0L, 0L, log.logEndOffset(), f.brokerEpoch);
+                        0L, time.milliseconds(), log.logEndOffset(), f.brokerEpoch);
                 }
             }
         }
@@ -807,7 +808,7 @@ final class Cluster implements AutoCloseable {
         FetchRequest.PartitionData data = new FetchRequest.PartitionData(TOPIC_ID, f.fetchOffset,
             log.logStartOffset(), maxBytes, Optional.of(f.leaderEpoch), log.latestEpoch());
         FetchRequestState request = new FetchRequestState(f, l, f.brokerEpoch, f.leaderEpoch, params, data,
-            time.milliseconds() + waitMs);
+            time.milliseconds() + waitMs, maxRecords);
         FetchAnswer answer = read(request, true);
         completeAllPending();
         boolean immediate = waitMs <= 0 || answer.error() != Errors.NONE
@@ -887,7 +888,21 @@ final class Cluster implements AutoCloseable {
             if (due || ready) {
                 f.parked = null;
                 try {
-                    FetchAnswer answer = read(p, false);
+                    FetchRequestState q = p;
+                    if (p.maxRecords() != null) {
+                        // replica.fetch.max.bytes stands for max_records: the bytes are those of the
+                        // batches there are now (an error if it would cut one).
+                        int maxBytes = bytesFor(l, p.data().fetchOffset, p.maxRecords());
+                        FetchParams params = new FetchParams(p.params().replicaId, p.params().replicaEpoch,
+                            p.params().maxWaitMs, p.params().minBytes, maxBytes, p.params().isolation,
+                            p.params().clientMetadata);
+                        FetchRequest.PartitionData data = new FetchRequest.PartitionData(TOPIC_ID,
+                            p.data().fetchOffset, p.data().logStartOffset, maxBytes, p.data().currentLeaderEpoch,
+                            p.data().lastFetchedEpoch);
+                        q = new FetchRequestState(p.follower(), l, p.followerEpoch(), p.requestEpoch(), params, data,
+                            p.deadlineMs(), p.maxRecords());
+                    }
+                    FetchAnswer answer = read(q, false);
                     if (f.online && f.brokerEpoch == p.followerEpoch()) {
                         f.inFlight = answer;
                     }
@@ -1196,7 +1211,7 @@ final class Cluster implements AutoCloseable {
 
     Map<String, Object> observe() {
         Map<String, Object> out = new LinkedHashMap<>();
-        out.put("clock_ms", time.milliseconds());
+        out.put("clock_ms", time.milliseconds() - ManualTime.ORIGIN_MS);
         out.put("leader", ctrlLeader == null ? null : brokers.get(ctrlLeader).name);
         out.put("leader_epoch", ctrlEpoch);
         List<String> isr = new ArrayList<>();

@@ -9,7 +9,16 @@ import org.apache.kafka.common.utils.Time;
  * {@code MockTime} for the same reason; that class ships only in Kafka's test jars.
  */
 final class ManualTime implements Time {
-    private long ms;
+    /**
+     * Where the clock starts: kconform's time 0. Kafka reads a last-caught-up time of 0 as
+     * "never" only because real clocks are far from 0 (Replica.resetReplicaState sets 0 for a
+     * follower outside the ISR, and ReplicaState.isCaughtUp compares now - 0 with
+     * replica.lag.time.max.ms); Kafka's own MockTime starts at the wall-clock time for the
+     * same reason.
+     */
+    static final long ORIGIN_MS = 1_700_000_000_000L;
+
+    private long ms = ORIGIN_MS;
 
     @Override
     public long milliseconds() {
