@@ -8,7 +8,6 @@ import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -994,7 +993,6 @@ final class Cluster implements AutoCloseable {
     private void truncateOnFetch(Broker f, UnifiedLog log, int leaderEpoch, long leaderEndOffset) {
         long replicaEnd = log.logEndOffset();
         long target;
-        boolean completed = true;
         if (leaderEndOffset < 0) {
             target = f.fetchOffset;
         } else if (leaderEpoch < 0) {
@@ -1003,8 +1001,7 @@ final class Cluster implements AutoCloseable {
             Optional<OffsetAndEpoch> mine = log.endOffsetForEpoch(leaderEpoch);
             if (mine.isPresent()) {
                 if (mine.get().epoch() != leaderEpoch) {
-                    target = Math.min(mine.get().offset(), replicaEnd);
-                    completed = false;
+                    target = Math.min(mine.get().offset(), replicaEnd); // not complete: the next fetch goes on
                 } else {
                     target = Math.min(Math.min(mine.get().offset(), leaderEndOffset), replicaEnd);
                 }
@@ -1278,9 +1275,4 @@ final class Cluster implements AutoCloseable {
         }
     }
 
-    static Set<String> names(List<Broker> list) {
-        Set<String> out = new LinkedHashSet<>();
-        list.forEach(b -> out.add(b.name));
-        return out;
-    }
 }
