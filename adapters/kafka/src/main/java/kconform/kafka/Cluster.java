@@ -313,6 +313,7 @@ final class Cluster implements AutoCloseable {
             }
         }
         b.online = false;
+        b.role = "none"; // a dead broker leads nothing; it keeps the leader and epoch it knew
         b.partition = null;
         b.logManager = null;
         b.proposal = null;

@@ -157,7 +157,7 @@ public final class Main {
             "elect", List.of("leader", "notify"),
             "epoch_query", List.of("current_leader_epoch")));
         capabilities.put("initial_state", true);
-        capabilities.put("conventions", Map.of("unknown_remote_leo", "null", "epoch_base", 0, "offline_role", "kept"));
+        capabilities.put("conventions", Map.of("unknown_remote_leo", "null", "epoch_base", 0));
         Map<String, Object> implementation = new LinkedHashMap<>();
         implementation.put("name", "apache-kafka");
         implementation.put("version", KAFKA_VERSION);
