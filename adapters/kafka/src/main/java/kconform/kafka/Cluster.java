@@ -1,0 +1,1279 @@
+package kconform.kafka;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import kafka.cluster.DelayedOperations;
+import kafka.cluster.Partition;
+import org.apache.kafka.common.DirectoryId;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.compress.Compression;
+import org.apache.kafka.common.config.TopicConfig;
+import org.apache.kafka.common.errors.ApiException;
+import org.apache.kafka.common.message.FetchResponseData;
+import org.apache.kafka.common.message.OffsetForLeaderEpochResponseData;
+import org.apache.kafka.common.protocol.Errors;
+import org.apache.kafka.common.record.internal.FileRecords;
+import org.apache.kafka.common.record.internal.MemoryRecords;
+import org.apache.kafka.common.record.internal.Record;
+import org.apache.kafka.common.record.internal.RecordBatch;
+import org.apache.kafka.common.record.internal.Records;
+import org.apache.kafka.common.record.internal.SimpleRecord;
+import org.apache.kafka.common.requests.FetchRequest;
+import org.apache.kafka.metadata.ConfigRepository;
+import org.apache.kafka.metadata.LeaderAndIsr;
+import org.apache.kafka.metadata.LeaderRecoveryState;
+import org.apache.kafka.metadata.MetadataCache;
+import org.apache.kafka.metadata.PartitionRegistration;
+import org.apache.kafka.server.common.MetadataVersion;
+import org.apache.kafka.server.common.OffsetAndEpoch;
+import org.apache.kafka.server.common.RequestLocal;
+import org.apache.kafka.server.partition.AlterPartitionListener;
+import org.apache.kafka.server.partition.AlterPartitionManager;
+import org.apache.kafka.server.storage.log.FetchIsolation;
+import org.apache.kafka.server.storage.log.FetchParams;
+import org.apache.kafka.server.util.FileLock;
+import org.apache.kafka.storage.internals.checkpoint.OffsetCheckpointFile;
+import org.apache.kafka.storage.internals.checkpoint.OffsetCheckpoints;
+import org.apache.kafka.storage.internals.log.AppendOrigin;
+import org.apache.kafka.storage.internals.log.CleanerConfig;
+import org.apache.kafka.storage.internals.log.EpochEntry;
+import org.apache.kafka.storage.internals.log.FetchDataInfo;
+import org.apache.kafka.storage.internals.log.LogAppendInfo;
+import org.apache.kafka.storage.internals.log.LogConfig;
+import org.apache.kafka.storage.internals.log.LogDirFailureChannel;
+import org.apache.kafka.storage.internals.log.LogManager;
+import org.apache.kafka.storage.internals.log.LogReadInfo;
+import org.apache.kafka.storage.internals.log.ProducerStateManagerConfig;
+import org.apache.kafka.storage.internals.log.UnifiedLog;
+import org.apache.kafka.storage.internals.log.VerificationGuard;
+import org.apache.kafka.storage.log.metrics.BrokerTopicStats;
+import scala.Option;
+import scala.Tuple2;
+
+/**
+ * One partition replicated on a few simulated brokers, each running Kafka's own
+ * Partition over a real UnifiedLog, driven one kconform step at a time.
+ *
+ * What runs Kafka's code: the leader's append (Partition.appendRecordsToLeader), its
+ * answer to a follower's fetch (Partition.fetchRecords, which updates the follower's
+ * state, expands the ISR and moves the HW), the follower's append and HW update
+ * (appendRecordsToFollowerOrFutureReplica, UnifiedLog.maybeUpdateHighWatermark),
+ * truncation (Partition.truncateTo, UnifiedLog.endOffsetForEpoch), ISR expiry
+ * (maybeShrinkIsr), AlterPartition proposals and their answers
+ * (handleAlterPartitionUpdate / handleAlterPartitionError), leader and follower
+ * transitions (makeLeader / makeFollower), acks=all completion
+ * (checkEnoughReplicasReachOffset), OffsetsForLeaderEpoch (lastOffsetForLeaderEpoch),
+ * log recovery on restart (LogManager.startup) and the HW read back from the
+ * replication-offset-checkpoint file (Partition.createLogIfNotExists).
+ *
+ * What the adapter decides itself (docs/kafka.md, "not under test"): the controller's
+ * choices, when the fetcher thread runs (one fetch per step), the order of the periodic
+ * tasks on a tick, and the follower-side steps of AbstractFetcherThread, written after
+ * processFetchRequest / truncateOnFetchResponse / fetchOffsetAndTruncate.
+ */
+final class Cluster implements AutoCloseable {
+    static final String TOPIC = "kconform";
+    static final TopicPartition TP = new TopicPartition(TOPIC, 0);
+    static final Uuid TOPIC_ID = new Uuid(0x6b636f6e666f726dL, 0x6b61666b61303031L);
+    private static final int MAX_BYTES = 1 << 20;
+
+    /** A refused step: the precondition of a spec rule does not hold. */
+    static final class Rejected extends Exception {
+        final String rule;
+
+        Rejected(String rule, String reason) {
+            super(reason);
+            this.rule = rule;
+        }
+    }
+
+    /** A follower's fetch as the leader received it (FetchParams + PartitionData). */
+    record FetchRequestState(Broker follower, Broker leader, long followerEpoch, int requestEpoch,
+                             FetchParams params, FetchRequest.PartitionData data, long deadlineMs,
+                             Integer maxRecords) {
+    }
+
+    /** The leader's answer: an error, or what Partition.fetchRecords read. */
+    record FetchAnswer(FetchRequestState request, Errors error, LogReadInfo read, MemoryRecords records) {
+    }
+
+    private record PendingProduce(String id, Broker leader, long requiredOffset, long deadlineMs) {
+    }
+
+    private final ManualTime time = new ManualTime();
+    private final File root;
+    private final List<Broker> brokers = new ArrayList<>();
+    private final Map<String, Broker> byName = new LinkedHashMap<>();
+    private final int minIsr;
+    private final boolean unclean;
+    private final long lagMs;
+    private final long checkpointIntervalMs;
+    private final long requestTimeoutMs;
+    private final long fetchWaitMs;
+
+    // The controller (KRaft's partition record, as the adapter's controller decides it).
+    private Integer ctrlLeader;
+    private int ctrlEpoch;
+    private int ctrlPartitionEpoch;
+    private List<Integer> ctrlIsr;
+    private final Set<Integer> down = new TreeSet<>();
+
+    private final Map<String, String> producer = new LinkedHashMap<>();
+    private final List<PendingProduce> pending = new ArrayList<>();
+    private Map<String, Object> epochQuery;
+
+    Cluster(Map<String, Object> config) throws IOException {
+        this(config, null);
+    }
+
+    /** A fresh partition, or (protocol 3) the given state of spec/adapter-protocol.md "reset". */
+    Cluster(Map<String, Object> config, Map<String, Object> initial) throws IOException {
+        @SuppressWarnings("unchecked")
+        List<String> names = (List<String>) config.get("replicas");
+        minIsr = ((Number) config.get("min_insync_replicas")).intValue();
+        unclean = Boolean.TRUE.equals(config.get("unclean_leader_election"));
+        lagMs = ((Number) config.get("replica_lag_time_max_ms")).longValue();
+        checkpointIntervalMs = ((Number) config.get("replica_high_watermark_checkpoint_interval_ms")).longValue();
+        requestTimeoutMs = ((Number) config.get("request_timeout_ms")).longValue();
+        fetchWaitMs = ((Number) config.get("replica_fetch_wait_max_ms")).longValue();
+        root = Files.createTempDirectory("kconform-kafka-").toFile();
+        for (int i = 0; i < names.size(); i++) {
+            Broker b = new Broker(names.get(i), i, new File(root, names.get(i)));
+            brokers.add(b);
+            byName.put(b.name, b);
+        }
+        if (initial != null) {
+            fromGiven(initial);
+            return;
+        }
+        String first = (String) config.get("initial_leader");
+        Broker leader = first == null ? brokers.get(0) : broker(first);
+        ctrlLeader = leader.id;
+        ctrlEpoch = 0;
+        ctrlPartitionEpoch = 0;
+        ctrlIsr = new ArrayList<>();
+        for (Broker b : brokers) {
+            ctrlIsr.add(b.id);
+        }
+        for (Broker b : brokers) {
+            start(b, true);
+        }
+        for (Broker b : brokers) {
+            apply(b, registration(), true);
+        }
+        afterStep();
+    }
+
+    /**
+     * Builds a given state as Kafka's own unit tests do (PartitionTest, AbstractFetcherThreadTest):
+     * each broker's log appended as follower batches (one per run of records of one epoch) from
+     * its log start, the leader-epoch cache set to the given entries, the HW and its checkpoint
+     * written, then makeLeader / makeFollower with the partition state the broker knows; a
+     * leader's view of a follower is set through Replica.updateFetchStateOrThrow at time 0.
+     */
+    @SuppressWarnings("unchecked")
+    private void fromGiven(Map<String, Object> initial) throws IOException {
+        String leaderName = (String) initial.get("leader");
+        ctrlLeader = leaderName == null ? null : broker(leaderName).id;
+        ctrlEpoch = ((Number) initial.get("leader_epoch")).intValue();
+        ctrlPartitionEpoch = ((Number) initial.get("partition_epoch")).intValue();
+        List<String> isrNames = (List<String>) initial.get("isr");
+        ctrlIsr = new ArrayList<>();
+        for (Broker b : brokers) {
+            if (isrNames.contains(b.name)) {
+                ctrlIsr.add(b.id);
+            }
+        }
+        Map<String, Map<String, Object>> given = (Map<String, Map<String, Object>>) initial.get("replicas");
+        for (Broker b : brokers) {
+            Map<String, Object> rs = given.get(b.name);
+            start(b, true);
+            UnifiedLog log = b.partition.localLogOrException();
+            long logStart = ((Number) rs.get("log_start")).longValue();
+            if (logStart > 0) {
+                log.truncateFullyAndStartAt(logStart, Optional.empty());
+            }
+            List<String> records = (List<String>) rs.get("log");
+            long offset = logStart;
+            int i = 0;
+            while (i < records.size()) {
+                // One record per batch: a given follower log may end inside what would be one of
+                // the leader's batches, and Kafka replicates whole batches.
+                int epoch = epochOf(records.get(i));
+                List<SimpleRecord> batch = new ArrayList<>();
+                String r = records.get(i);
+                batch.add(new SimpleRecord(r.substring(0, r.lastIndexOf('@')).getBytes(StandardCharsets.UTF_8)));
+                i++;
+                log.appendAsFollower(MemoryRecords.withRecords(offset, Compression.NONE, epoch,
+                    batch.toArray(SimpleRecord[]::new)), Integer.MAX_VALUE);
+                offset += batch.size();
+            }
+            List<EpochEntry> cache = new ArrayList<>();
+            for (List<Number> e : (List<List<Number>>) rs.get("epoch_cache")) {
+                cache.add(new EpochEntry(e.get(0).intValue(), e.get(1).longValue()));
+            }
+            log.leaderEpochCache().clear();
+            log.leaderEpochCache().assign(cache);
+            b.hwCheckpoint.write(Map.of(TP, ((Number) rs.get("checkpoint_hw")).longValue()));
+            log.updateHighWatermark(((Number) rs.get("hw")).longValue());
+            String knownLeader = (String) rs.get("leader");
+            int knownEpoch = ((Number) rs.get("leader_epoch")).intValue();
+            b.leaderEpoch = -1;
+            b.partitionEpoch = -1;
+            apply(b, new Broker.Registration(knownLeader == null ? null : broker(knownLeader).id, knownEpoch,
+                ctrlPartitionEpoch, List.copyOf(ctrlIsr)), false);
+            if ("follower".equals(b.role)) {
+                b.fetchOffset = log.logEndOffset();
+                b.truncating = "truncating".equals(rs.get("fetch_state"));
+            }
+            // makeLeader may have moved the HW (an ISR of one); the given state says where it is.
+            log.updateHighWatermark(((Number) rs.get("hw")).longValue());
+            Map<String, Object> remote = (Map<String, Object>) rs.get("remote_leo");
+            if (remote != null && "leader".equals(b.role)) {
+                for (Map.Entry<String, Object> e : remote.entrySet()) {
+                    if (e.getValue() == null) {
+                        continue;
+                    }
+                    Broker f = broker(e.getKey());
+                    b.partition.getReplica(f.id).get().updateFetchStateOrThrow(
+                        new org.apache.kafka.storage.internals.log.LogOffsetMetadata(((Number) e.getValue()).longValue()),
+                        0L, time.milliseconds(), log.logEndOffset(), f.brokerEpoch);
+                }
+            }
+        }
+        for (Broker b : brokers) {
+            if (Boolean.FALSE.equals(given.get(b.name).get("online"))) {
+                stop(b);
+            }
+        }
+    }
+
+    private static int epochOf(String record) {
+        return Integer.parseInt(record.substring(record.lastIndexOf('@') + 1));
+    }
+
+    // ------------------------------------------------------------------ broker life
+
+    private void start(Broker b, boolean isNew) throws IOException {
+        b.online = true;
+        b.brokerEpoch = b.brokerEpoch == 0 ? 100 + b.id : b.brokerEpoch + 1000;
+        b.startedMs = time.milliseconds();
+        b.role = "none";
+        b.fetchOffset = null;
+        b.truncating = false;
+        Properties props = new Properties();
+        props.put(TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG, Integer.toString(minIsr));
+        props.put(TopicConfig.UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG, Boolean.toString(unclean));
+        LogConfig logConfig = new LogConfig(props);
+        ConfigRepository configs = Defaults.proxy(ConfigRepository.class,
+            (method, args) -> method.equals("config") || method.equals("topicConfig")
+                ? Optional.of((Object) props.clone()) : Optional.empty());
+        b.logManager = new LogManager(List.of(b.dir), List.of(), configs, logConfig, new CleanerConfig(false),
+            1, Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE, 900_000,
+            new ProducerStateManagerConfig(86_400_000, false), 600_000, new NoopScheduler(),
+            new BrokerTopicStats(), new LogDirFailureChannel(1), time, false, 0L,
+            (cfg, dirs, logs, channel, clock) -> null);
+        try {
+            b.logManager.startup(Set.of());
+        } catch (Exception e) {
+            throw new IOException("LogManager.startup failed for broker " + b.name + ": " + e, e);
+        }
+        b.hwCheckpoint = new OffsetCheckpointFile(new File(b.dir, "replication-offset-checkpoint"), null);
+        b.partition = new Partition(TP, lagMs, b.id, () -> (Object) b.brokerEpoch, time,
+            listener(), delayedOperations(), metadataCache(), b.logManager, alterPartitionManager(b),
+            Option.apply(TOPIC_ID));
+        b.partition.createLogIfNotExists(isNew, false, offsetCheckpoints(b), Option.apply(TOPIC_ID), Option.empty());
+    }
+
+    private void stop(Broker b) {
+        b.lastSeen = snapshot(b);
+        UnifiedLog log = b.partition.log().isDefined() ? b.partition.log().get() : null;
+        if (log != null) {
+            log.closeQuietly(); // no clean-shutdown marker: the next start recovers the log
+        }
+        for (FileLock lock : b.logManager.dirLocks()) {
+            try {
+                lock.destroy();
+            } catch (IOException e) {
+                throw new IllegalStateException("cannot release the lock of " + b.dir + ": " + e, e);
+            }
+        }
+        b.online = false;
+        b.role = "none"; // a dead broker leads nothing; it keeps the leader and epoch it knew
+        b.partition = null;
+        b.logManager = null;
+        b.proposal = null;
+        b.inbox.clear();
+        b.fetchOffset = null;
+        b.parked = null;
+        b.inFlight = null;
+    }
+
+    @Override
+    public void close() {
+        for (Broker b : brokers) {
+            if (b.online) {
+                stop(b);
+            }
+        }
+        deleteRecursively(root);
+    }
+
+    private static void deleteRecursively(File f) {
+        File[] children = f.listFiles();
+        if (children != null) {
+            for (File c : children) {
+                deleteRecursively(c);
+            }
+        }
+        f.delete();
+    }
+
+    // ------------------------------------------------------------------ Kafka's collaborators
+
+    private static AlterPartitionListener listener() {
+        return new AlterPartitionListener() {
+            @Override
+            public void markIsrExpand() {
+            }
+
+            @Override
+            public void markIsrShrink() {
+            }
+
+            @Override
+            public void markFailed() {
+            }
+        };
+    }
+
+    /** Purgatories are the adapter's (pending produces; no parked fetches). */
+    private static DelayedOperations delayedOperations() {
+        return new DelayedOperations(Option.apply(TOPIC_ID), TP, null, null, null, null) {
+            @Override
+            public void checkAndCompleteAll() {
+            }
+
+            @Override
+            public int numDelayedDelete() {
+                return 0;
+            }
+        };
+    }
+
+    /** What KRaft's metadata says about brokers: alive and unfenced unless the controller
+     * has handled its failure; its epoch is the one it registered with (KIP-903). */
+    private MetadataCache metadataCache() {
+        return Defaults.proxy(MetadataCache.class, (method, args) -> switch (method) {
+            case "hasAliveBroker" -> Optional.of(aliveInMetadata((Integer) args[0]));
+            case "isBrokerFenced" -> Optional.of(!aliveInMetadata((Integer) args[0]));
+            case "isBrokerShuttingDown" -> Optional.of(false);
+            case "getAliveBrokerEpoch" -> Optional.of(aliveInMetadata((Integer) args[0])
+                ? Optional.of(brokers.get((Integer) args[0]).brokerEpoch) : Optional.empty());
+            case "metadataVersion" -> Optional.of(MetadataVersion.latestProduction());
+            default -> Optional.empty();
+        });
+    }
+
+    private boolean aliveInMetadata(int id) {
+        return id >= 0 && id < brokers.size() && !down.contains(id);
+    }
+
+    private AlterPartitionManager alterPartitionManager(Broker b) {
+        return new AlterPartitionManager() {
+            @Override
+            public void start() {
+            }
+
+            @Override
+            public void shutdown() {
+            }
+
+            @Override
+            public CompletableFuture<LeaderAndIsr> submit(org.apache.kafka.server.common.TopicIdPartition tip,
+                                                          LeaderAndIsr request) {
+                CompletableFuture<LeaderAndIsr> answer = new CompletableFuture<>();
+                b.proposal = new Broker.Proposal(request, answer);
+                return answer;
+            }
+        };
+    }
+
+    private OffsetCheckpoints offsetCheckpoints(Broker b) {
+        return (dir, tp) -> Optional.ofNullable(b.hwCheckpoint.read().get(tp));
+    }
+
+    // ------------------------------------------------------------------ controller
+
+    private Broker.Registration registration() {
+        return new Broker.Registration(ctrlLeader, ctrlEpoch, ctrlPartitionEpoch, List.copyOf(ctrlIsr));
+    }
+
+    private PartitionRegistration toKafka(Broker.Registration r) {
+        int[] replicas = brokers.stream().mapToInt(x -> x.id).toArray();
+        return new PartitionRegistration.Builder()
+            .setReplicas(replicas)
+            .setDirectories(DirectoryId.unassignedArray(replicas.length))
+            .setIsr(r.isr().stream().mapToInt(Integer::intValue).toArray())
+            .setLeader(r.leader() == null ? LeaderAndIsr.NO_LEADER : r.leader())
+            .setLeaderRecoveryState(LeaderRecoveryState.RECOVERED)
+            .setLeaderEpoch(r.leaderEpoch())
+            .setPartitionEpoch(r.partitionEpoch())
+            .setElr(new int[0])
+            .setLastKnownElr(new int[0])
+            .setAddingReplicas(new int[0])
+            .setRemovingReplicas(new int[0])
+            .build();
+    }
+
+    /**
+     * The broker applies the controller's record, as ReplicaManager.applyLocalLeadersDelta /
+     * applyLocalFollowersDelta do: makeLeader or makeFollower, then (follower) a new fetcher
+     * at initialFetchOffset when the leader epoch is new.
+     */
+    private void apply(Broker b, Broker.Registration r, boolean isNew) {
+        if (!b.online) {
+            return;
+        }
+        if (r.leaderEpoch() < b.leaderEpoch
+            || (r.leaderEpoch() == b.leaderEpoch && r.partitionEpoch() <= b.partitionEpoch && !isNew)) {
+            return; // LAI-1: not newer than what the broker knows
+        }
+        boolean newEpoch = isNew || r.leaderEpoch() != b.leaderEpoch;
+        if (newEpoch) {
+            b.proposal = null; // ISR-ALTER-4: a new leader epoch forgets the proposal
+            b.inFlight = null; // MSG-DROP-1: the fetcher session ends with the epoch
+            b.parked = null;
+        }
+        PartitionRegistration reg = toKafka(r);
+        if (r.leader() != null && r.leader() == b.id) {
+            b.partition.makeLeader(reg, isNew, offsetCheckpoints(b), Option.apply(TOPIC_ID), Option.empty());
+            b.role = "leader";
+            b.fetchOffset = null;
+        } else {
+            b.partition.makeFollower(reg, isNew, offsetCheckpoints(b), Option.apply(TOPIC_ID), Option.empty());
+            if (r.leader() == null) {
+                b.role = "none";
+                b.fetchOffset = null;
+            } else {
+                b.role = "follower";
+                if (newEpoch || b.fetchOffset == null) {
+                    UnifiedLog log = b.partition.localLogOrException();
+                    // ReplicaManager.initialFetchOffset: LEO when the log has an epoch (truncation
+                    // on fetch), else the HW, truncating first (AbstractFetcherThread.addPartitions).
+                    boolean hasEpoch = log.latestEpoch().isPresent();
+                    b.fetchOffset = hasEpoch ? log.logEndOffset() : log.highWatermark();
+                    b.truncating = !hasEpoch;
+                }
+            }
+        }
+        b.leader = r.leader() == null ? null : brokers.get(r.leader()).name;
+        b.leaderEpoch = r.leaderEpoch();
+        b.partitionEpoch = r.partitionEpoch();
+        for (PendingProduce p : List.copyOf(pending)) {
+            if (p.leader() == b) {
+                completeIfDone(p);
+            }
+        }
+    }
+
+    /** CTRL-ELECT-5 / LAI-5: every live broker is told; those in notify now (after what is
+     * queued for them), the others when deliver_leader_and_isr says. */
+    private void publish(boolean leaderEpochChanged, List<String> notify) {
+        Broker.Registration r = registration();
+        for (Broker b : brokers) {
+            if (!b.online) {
+                continue;
+            }
+            if (!leaderEpochChanged) {
+                // KRaft: an ISR-only change reaches brokers as metadata, at once unless an
+                // earlier record is still on its way (records apply in log order).
+                if (b.inbox.isEmpty()) {
+                    apply(b, r, false);
+                } else {
+                    b.inbox.add(r);
+                }
+                continue;
+            }
+            if (notify == null || notify.contains(b.name)) {
+                while (!b.inbox.isEmpty()) {
+                    apply(b, b.inbox.poll(), false);
+                }
+                apply(b, r, false);
+            } else {
+                b.inbox.add(r);
+            }
+        }
+    }
+
+    private List<Integer> liveIsr() {
+        List<Integer> out = new ArrayList<>();
+        for (int id : ctrlIsr) {
+            if (brokers.get(id).online) {
+                out.add(id);
+            }
+        }
+        return out;
+    }
+
+    private boolean offlineElection() {
+        List<Integer> live = liveIsr();
+        if (!live.isEmpty()) {
+            ctrlLeader = live.get(0);
+            ctrlIsr = live;
+        } else if (unclean && brokers.stream().anyMatch(x -> x.online)) {
+            Broker first = brokers.stream().filter(x -> x.online).findFirst().orElseThrow();
+            ctrlLeader = first.id;
+            ctrlIsr = List.of(first.id);
+        } else {
+            return false;
+        }
+        ctrlEpoch += 1;
+        ctrlPartitionEpoch += 1;
+        return true;
+    }
+
+    private void removeFromIsr(int id) {
+        if (!ctrlIsr.contains(id)) {
+            return;
+        }
+        List<Integer> isr = new ArrayList<>(ctrlIsr);
+        isr.remove(Integer.valueOf(id));
+        if (isr.isEmpty()) {
+            isr = ctrlIsr; // the last member stays (KRaft without ELR)
+        }
+        Integer leader = ctrlLeader != null && ctrlLeader == id ? null : ctrlLeader;
+        if (isr.equals(ctrlIsr) && java.util.Objects.equals(leader, ctrlLeader)) {
+            return;
+        }
+        if (!java.util.Objects.equals(leader, ctrlLeader)) {
+            ctrlEpoch += 1;
+        }
+        ctrlLeader = leader;
+        ctrlIsr = isr;
+        ctrlPartitionEpoch += 1;
+    }
+
+    private List<Integer> unhandledFailures() {
+        List<Integer> out = new ArrayList<>();
+        for (Broker b : brokers) {
+            if (!b.online && !down.contains(b.id)) {
+                out.add(b.id);
+            }
+        }
+        return out;
+    }
+
+    private void handleFailures(List<String> notify) {
+        List<Integer> dead = unhandledFailures();
+        int epochBefore = ctrlEpoch;
+        Integer leaderBefore = ctrlLeader;
+        down.addAll(dead);
+        boolean elected = false;
+        if (leaderBefore == null || dead.contains(leaderBefore)) {
+            elected = offlineElection();
+        }
+        if (!elected) {
+            for (int id : dead) {
+                removeFromIsr(id);
+            }
+        }
+        publish(ctrlEpoch != epochBefore, notify);
+    }
+
+    void elect(String leader, List<String> notify) throws Rejected {
+        if (leader == null) {
+            boolean leaderAlive = ctrlLeader != null && brokers.get(ctrlLeader).online;
+            List<Integer> dead = unhandledFailures();
+            if (ctrlLeader != null && dead.isEmpty() && leaderAlive) {
+                throw new Rejected("CTRL-ELECT-PRE-1", "elect: the leader " + brokers.get(ctrlLeader).name
+                    + " is alive and no broker failure is pending; name a leader for a controlled election");
+            }
+            if (!dead.isEmpty()) {
+                handleFailures(notify);
+                return;
+            }
+            int before = ctrlEpoch;
+            offlineElection();
+            publish(ctrlEpoch != before, notify);
+            return;
+        }
+        Broker x = byName.get(leader);
+        if (x == null) {
+            throw new Rejected("CTRL-ELECT-4", "elect: unknown replica " + leader);
+        }
+        if (!x.online) {
+            throw new Rejected("CTRL-ELECT-4", "elect: replica " + leader + " is offline");
+        }
+        if (!ctrlIsr.contains(x.id)) {
+            throw new Rejected("CTRL-ELECT-4", "elect: replica " + leader + " is not in the ISR");
+        }
+        ctrlLeader = x.id;
+        ctrlEpoch += 1;
+        ctrlPartitionEpoch += 1;
+        publish(true, notify);
+    }
+
+    void deliverLeaderAndIsr(String name) throws Rejected {
+        Broker b = broker(name);
+        if (b.inbox.isEmpty()) {
+            throw new Rejected("LAI-PRE-1", "deliver_leader_and_isr: none is in flight to " + name);
+        }
+        Broker.Registration r = b.inbox.poll();
+        apply(b, r, false);
+        // The ISR-only records written after it at the same leader epoch reach the broker
+        // with it: they are metadata, not a LeaderAndIsr of their own (CTRL-ELECT-5).
+        while (!b.inbox.isEmpty() && b.inbox.peek().leaderEpoch() == r.leaderEpoch()) {
+            apply(b, b.inbox.poll(), false);
+        }
+    }
+
+    /** The controller answers the leader's AlterPartition (ReplicationControlManager.alterPartition
+     * validation, as the adapter's controller decides it); Kafka's Partition handles the answer. */
+    void deliverAlterPartition(String name) throws Rejected {
+        Broker b = broker(name);
+        if (b.proposal == null) {
+            throw new Rejected("ISR-ALTER-PRE-1", "deliver_alter_partition: no ISR proposal of " + name + " is in flight");
+        }
+        Broker.Proposal p = b.proposal;
+        b.proposal = null;
+        LeaderAndIsr req = p.request();
+        List<Integer> proposed = new ArrayList<>(new TreeSet<>(req.isr()));
+        Errors error = Errors.NONE;
+        if (req.leaderEpoch() < ctrlEpoch) {
+            error = Errors.FENCED_LEADER_EPOCH;
+        } else if (req.partitionEpoch() < ctrlPartitionEpoch) {
+            error = Errors.INVALID_UPDATE_VERSION;
+        } else if (proposed.stream().anyMatch(id -> !ctrlIsr.contains(id) && down.contains(id))) {
+            error = Errors.INELIGIBLE_REPLICA;
+        }
+        if (error != Errors.NONE) {
+            p.answer().completeExceptionally(error.exception());
+            // Partition.handleAlterPartitionError keeps the change pending until new metadata
+            // arrives. At the same leader epoch that metadata is the ISR-only record the broker
+            // already applied: re-apply it. A new leader epoch comes with its own LeaderAndIsr.
+            if (ctrlEpoch == b.leaderEpoch) {
+                b.partitionEpoch = -1;
+                apply(b, registration(), false);
+            }
+            return;
+        }
+        ctrlIsr = proposed;
+        ctrlPartitionEpoch += 1;
+        b.partitionEpoch = ctrlPartitionEpoch; // the answer carries the new record to the leader
+        p.answer().complete(new LeaderAndIsr(req.leader(), req.leaderEpoch(), proposed,
+            LeaderRecoveryState.RECOVERED, ctrlPartitionEpoch));
+        for (Broker other : brokers) {
+            if (other != b && other.online) {
+                if (other.inbox.isEmpty()) {
+                    apply(other, registration(), false);
+                } else {
+                    other.inbox.add(registration());
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ steps
+
+    Broker broker(String name) {
+        Broker b = byName.get(name);
+        if (b == null) {
+            throw new IllegalArgumentException("unknown replica " + name + " (replicas: " + byName.keySet() + ")");
+        }
+        return b;
+    }
+
+    void produce(String id, List<String> values, String acks, String to) throws Rejected {
+        if (producer.containsKey(id)) {
+            throw new Rejected("PRODUCE-PRE-1", "produce id " + id + " was used before");
+        }
+        if (to != null && !byName.containsKey(to)) {
+            throw new Rejected("PRODUCE-PRE-1", "produce.to: unknown replica " + to);
+        }
+        boolean ackAll = "all".equals(acks) || "-1".equals(acks);
+        boolean ack0 = "0".equals(acks);
+        String status;
+        Broker target = to != null ? byName.get(to) : ctrlLeader == null ? null : brokers.get(ctrlLeader);
+        if (target == null) {
+            status = "LEADER_NOT_AVAILABLE";
+        } else if (!target.online) {
+            status = "NETWORK_EXCEPTION";
+        } else {
+            SimpleRecord[] records = values.stream()
+                .map(v -> new SimpleRecord(v.getBytes(StandardCharsets.UTF_8)))
+                .toArray(SimpleRecord[]::new);
+            try {
+                LogAppendInfo info = target.partition.appendRecordsToLeader(
+                    MemoryRecords.withRecords(Compression.NONE, records), AppendOrigin.CLIENT,
+                    ackAll ? -1 : ack0 ? 0 : 1, RequestLocal.noCaching(), VerificationGuard.SENTINEL, (short) 13);
+                if (ackAll) {
+                    status = "pending";
+                    PendingProduce p = new PendingProduce(id, target, info.lastOffset() + 1,
+                        time.milliseconds() + requestTimeoutMs);
+                    pending.add(p);
+                    producer.put(id, status);
+                    completeIfDone(p);
+                    status = producer.get(id);
+                } else {
+                    status = "acked";
+                }
+            } catch (ApiException e) {
+                status = Errors.forException(e).name();
+            }
+        }
+        producer.put(id, ack0 ? "sent" : status);
+    }
+
+    /** DelayedProduce.tryComplete: done when Partition.checkEnoughReplicasReachOffset says so. */
+    private void completeIfDone(PendingProduce p) {
+        if (!pending.contains(p)) {
+            return;
+        }
+        Broker b = p.leader();
+        Errors error;
+        boolean done;
+        if (!b.online || b.partition == null) {
+            error = Errors.NETWORK_EXCEPTION;
+            done = true;
+        } else {
+            Tuple2<Object, Errors> answer = b.partition.checkEnoughReplicasReachOffset(p.requiredOffset());
+            done = (Boolean) answer._1() || answer._2() != Errors.NONE;
+            error = answer._2();
+        }
+        if (done) {
+            pending.remove(p);
+            producer.put(p.id(), error == Errors.NONE ? "acked" : error.name());
+        }
+    }
+
+    private void completeAllPending() {
+        for (PendingProduce p : List.copyOf(pending)) {
+            completeIfDone(p);
+        }
+    }
+
+    /** fetch_round: a fetch, and its delivery when the leader answered at once (FETCH-ROUND-1). */
+    void fetchRound(String name, Long maxWaitMs, Integer maxRecords) throws Rejected, IOException {
+        fetch(name, maxWaitMs, maxRecords);
+        Broker f = broker(name);
+        if (f.inFlight != null) {
+            deliverFetch(name);
+        }
+    }
+
+    /**
+     * The follower's fetcher thread sends one fetch (AbstractFetcherThread.doWork: maybeTruncate
+     * first if the partition is truncating, then the request built as buildFetch does), and the
+     * leader handles it: Partition.fetchRecords (which updates the follower's state, the ISR and
+     * the HW), answered at once or parked as ReplicaManager.fetchMessages decides.
+     */
+    void fetch(String name, Long maxWaitMs, Integer maxRecords) throws Rejected, IOException {
+        Broker f = broker(name);
+        if (!f.online) {
+            throw new Rejected("FETCH-PRE-1", name + " is offline");
+        }
+        if (!"follower".equals(f.role) || f.fetchOffset == null) {
+            throw new Rejected("FETCH-PRE-1", name + " does not follow a leader");
+        }
+        Broker l = byName.get(f.leader);
+        if (l == null || !l.online) {
+            throw new Rejected("FETCH-PRE-1", name + " follows " + f.leader + ", which is offline");
+        }
+        if (f.parked != null || f.inFlight != null) {
+            throw new Rejected("FETCH-PRE-1", name + " already has a fetch outstanding");
+        }
+        UnifiedLog log = f.partition.localLogOrException();
+        if (f.truncating) {
+            maybeTruncate(f, l, log);
+        }
+        long waitMs = maxWaitMs != null ? maxWaitMs : fetchWaitMs;
+        int maxBytes = maxRecords == null ? MAX_BYTES : bytesFor(l, f.fetchOffset, maxRecords);
+        FetchParams params = new FetchParams(f.id, f.brokerEpoch, waitMs, 1, maxBytes, FetchIsolation.LOG_END,
+            Optional.empty());
+        FetchRequest.PartitionData data = new FetchRequest.PartitionData(TOPIC_ID, f.fetchOffset,
+            log.logStartOffset(), maxBytes, Optional.of(f.leaderEpoch), log.latestEpoch());
+        FetchRequestState request = new FetchRequestState(f, l, f.brokerEpoch, f.leaderEpoch, params, data,
+            time.milliseconds() + waitMs, maxRecords);
+        FetchAnswer answer = read(request, true);
+        completeAllPending();
+        boolean immediate = waitMs <= 0 || answer.error() != Errors.NONE
+            || answer.read().divergingEpoch().isPresent() || answer.records().sizeInBytes() > 0;
+        if (immediate) {
+            f.inFlight = answer;
+        } else {
+            f.parked = request; // DelayedFetch in the leader's purgatory
+        }
+    }
+
+    /**
+     * max_records stands for replica.fetch.max.bytes (FETCH-LEADER-3): the bytes of the whole
+     * batches from the fetch offset that hold at most that many records. Kafka never splits a
+     * batch, and returns the first batch even when it is larger (minOneMessage).
+     */
+    private int bytesFor(Broker leader, long fetchOffset, int maxRecords) throws IOException {
+        if (!leader.online || leader.partition == null || leader.partition.log().isEmpty()) {
+            return MAX_BYTES;
+        }
+        UnifiedLog log = leader.partition.log().get();
+        if (fetchOffset < log.logStartOffset() || fetchOffset >= log.logEndOffset()) {
+            return MAX_BYTES;
+        }
+        int bytes = 0;
+        long records = 0;
+        for (RecordBatch batch : log.read(fetchOffset, MAX_BYTES, FetchIsolation.LOG_END, true).records.batches()) {
+            long n = batch.lastOffset() - Math.max(batch.baseOffset(), fetchOffset) + 1;
+            if (records + n > maxRecords) {
+                if (records < maxRecords) {
+                    throw new IllegalArgumentException("max_records " + maxRecords + " ends inside a batch of " + n
+                        + " records at offset " + (fetchOffset + records) + ": Kafka fetches whole batches"
+                        + " (replica.fetch.max.bytes), so this fetch has no Kafka counterpart");
+                }
+                break;
+            }
+            records += n;
+            bytes += batch.sizeInBytes();
+        }
+        return Math.max(bytes, 1);
+    }
+
+    /** Partition.fetchRecords on the leader; an ApiException becomes the error answer. */
+    private FetchAnswer read(FetchRequestState request, boolean updateFetchState) throws IOException {
+        Broker l = request.leader();
+        try {
+            if (!l.online || l.partition == null) {
+                throw Errors.NOT_LEADER_OR_FOLLOWER.exception();
+            }
+            LogReadInfo read = l.partition.fetchRecords(request.params(), request.data(), time.milliseconds(),
+                request.params().maxBytes, true, updateFetchState);
+            return new FetchAnswer(request, Errors.NONE, read, toMemoryRecords(read.fetchedData().records));
+        } catch (ApiException e) {
+            return new FetchAnswer(request, Errors.forException(e), null, MemoryRecords.EMPTY);
+        }
+    }
+
+    /** DelayedFetch.tryComplete for the fetches parked at a leader: complete when there is
+     * something to read (the leader's LEO moved from the fetch offset), when the leader no
+     * longer leads at the request's epoch, or (force) at the deadline. The completion reads
+     * again without updating the follower's state (DelayedFetch.onComplete). */
+    private void completeParked(boolean deadlinesOnly) {
+        for (Broker f : brokers) {
+            FetchRequestState p = f.parked;
+            if (p == null) {
+                continue;
+            }
+            Broker l = p.leader();
+            if (!l.online) {
+                f.parked = null; // the leader's purgatory is gone with it
+                continue;
+            }
+            boolean due = time.milliseconds() >= p.deadlineMs();
+            boolean ready = !deadlinesOnly && (l.partition == null || !l.partition.isLeader()
+                || l.partition.getLeaderEpoch() != p.requestEpoch()
+                || l.partition.localLogOrException().logEndOffset() != p.data().fetchOffset);
+            if (due || ready) {
+                f.parked = null;
+                try {
+                    FetchRequestState q = p;
+                    if (p.maxRecords() != null) {
+                        // replica.fetch.max.bytes stands for max_records: the bytes are those of the
+                        // batches there are now (an error if it would cut one).
+                        int maxBytes = bytesFor(l, p.data().fetchOffset, p.maxRecords());
+                        FetchParams params = new FetchParams(p.params().replicaId, p.params().replicaEpoch,
+                            p.params().maxWaitMs, p.params().minBytes, maxBytes, p.params().isolation,
+                            p.params().clientMetadata);
+                        FetchRequest.PartitionData data = new FetchRequest.PartitionData(TOPIC_ID,
+                            p.data().fetchOffset, p.data().logStartOffset, maxBytes, p.data().currentLeaderEpoch,
+                            p.data().lastFetchedEpoch);
+                        q = new FetchRequestState(p.follower(), l, p.followerEpoch(), p.requestEpoch(), params, data,
+                            p.deadlineMs(), p.maxRecords());
+                    }
+                    FetchAnswer answer = read(q, false);
+                    if (f.online && f.brokerEpoch == p.followerEpoch()) {
+                        f.inFlight = answer;
+                    }
+                } catch (IOException e) {
+                    throw new IllegalStateException("reading the leader's log failed: " + e, e);
+                }
+            }
+        }
+    }
+
+    /**
+     * The follower processes the answer as AbstractFetcherThread.processFetchRequest does:
+     * errors change nothing (the thread backs off), OFFSET_OUT_OF_RANGE goes through
+     * fetchOffsetAndTruncate, a diverging epoch through truncateOnFetchResponse (and no
+     * watermark update, KAFKA-14704), records through ReplicaFetcherThread.processPartitionData
+     * (appendRecordsToFollowerOrFutureReplica, then the HW and log start from the response).
+     */
+    void deliverFetch(String name) throws Rejected, IOException {
+        Broker f = broker(name);
+        FetchAnswer answer = f.inFlight;
+        if (answer == null) {
+            throw new Rejected("FETCH-DELIVER-PRE-1", "deliver_fetch: no fetch response is in flight to " + name);
+        }
+        f.inFlight = null;
+        FetchRequestState req = answer.request();
+        if (!f.online || f.brokerEpoch != req.followerEpoch() || f.leaderEpoch != req.requestEpoch()
+            || !req.leader().name.equals(f.leader) || f.fetchOffset == null) {
+            return; // MSG-DROP-1: the fetcher session that asked is gone
+        }
+        Broker l = req.leader();
+        UnifiedLog log = f.partition.localLogOrException();
+        if (answer.error() == Errors.OFFSET_OUT_OF_RANGE) {
+            if (l.online && l.partition != null && l.partition.log().isDefined()) {
+                outOfRange(f, l, log);
+            }
+            return;
+        }
+        if (answer.error() != Errors.NONE) {
+            return; // FOLLOWER-FETCH-3: the fetcher backs off and retries
+        }
+        LogReadInfo read = answer.read();
+        Optional<FetchResponseData.EpochEndOffset> diverging = read.divergingEpoch();
+        if (diverging.isPresent()) {
+            truncateOnFetch(f, log, diverging.get().epoch(), diverging.get().endOffset());
+            return;
+        }
+        MemoryRecords records = answer.records();
+        if (records.sizeInBytes() > 0) {
+            f.partition.appendRecordsToFollowerOrFutureReplica(records, false, f.leaderEpoch);
+        }
+        f.fetchOffset = log.logEndOffset();
+        log.maybeUpdateHighWatermark(read.highWatermark());
+        log.maybeIncrementLogStartOffset(read.logStartOffset(),
+            org.apache.kafka.storage.internals.log.LogStartOffsetIncrementReason.LeaderOffsetIncremented);
+    }
+
+    private static MemoryRecords toMemoryRecords(Records records) throws IOException {
+        if (records instanceof MemoryRecords m) {
+            return m;
+        }
+        ByteBuffer buffer = ByteBuffer.allocate(records.sizeInBytes());
+        ((FileRecords) records).readInto(buffer, 0);
+        return MemoryRecords.readableRecords(buffer);
+    }
+
+    /** AbstractFetcherThread.maybeTruncate for a partition in Truncating state: an
+     * OffsetsForLeaderEpoch exchange with the leader, or truncation to the HW without an epoch. */
+    private void maybeTruncate(Broker f, Broker l, UnifiedLog log) {
+        Optional<Integer> latest = log.latestEpoch();
+        if (latest.isEmpty()) {
+            f.partition.truncateTo(f.fetchOffset, false);
+            f.truncating = false;
+            f.fetchOffset = log.logEndOffset();
+            return;
+        }
+        if (l.partition == null) {
+            return;
+        }
+        OffsetForLeaderEpochResponseData.EpochEndOffset answer = l.partition.lastOffsetForLeaderEpoch(
+            Optional.of(f.leaderEpoch), latest.get(), true);
+        if (answer.errorCode() != Errors.NONE.code()) {
+            return;
+        }
+        truncateOnFetch(f, log, answer.leaderEpoch(), answer.endOffset());
+    }
+
+    /** AbstractFetcherThread.getOffsetTruncationState and truncate (diverging epoch or an
+     * OffsetsForLeaderEpoch answer). */
+    private void truncateOnFetch(Broker f, UnifiedLog log, int leaderEpoch, long leaderEndOffset) {
+        long replicaEnd = log.logEndOffset();
+        long target;
+        if (leaderEndOffset < 0) {
+            target = f.fetchOffset;
+        } else if (leaderEpoch < 0) {
+            target = Math.min(leaderEndOffset, replicaEnd);
+        } else {
+            Optional<OffsetAndEpoch> mine = log.endOffsetForEpoch(leaderEpoch);
+            if (mine.isPresent()) {
+                if (mine.get().epoch() != leaderEpoch) {
+                    target = Math.min(mine.get().offset(), replicaEnd); // not complete: the next fetch goes on
+                } else {
+                    target = Math.min(Math.min(mine.get().offset(), leaderEndOffset), replicaEnd);
+                }
+            } else {
+                target = Math.min(leaderEndOffset, replicaEnd);
+            }
+        }
+        if (target < replicaEnd) {
+            f.partition.truncateTo(target, false);
+        }
+        f.fetchOffset = target;
+        // updateFetchOffsetAndMaybeMarkTruncationComplete: with truncation on fetch the state is
+        // Fetching even when the truncation is not complete; the next fetch carries the new epoch.
+        f.truncating = false;
+    }
+
+    /** AbstractFetcherThread.fetchOffsetAndTruncate, the leader's ListOffsets folded in. */
+    private void outOfRange(Broker f, Broker l, UnifiedLog log) {
+        UnifiedLog leaderLog = l.partition.localLogOrException();
+        long replicaEnd = log.logEndOffset();
+        long leaderEnd = leaderLog.logEndOffset();
+        if (leaderEnd < replicaEnd) {
+            f.partition.truncateTo(leaderEnd, false);
+            f.fetchOffset = leaderEnd;
+            return;
+        }
+        long leaderStart = leaderLog.logStartOffset();
+        if (leaderStart > replicaEnd) {
+            f.partition.truncateFullyAndStartAt(leaderStart, false, Optional.empty());
+            f.fetchOffset = leaderStart;
+        } else {
+            f.fetchOffset = Math.max(leaderStart, replicaEnd);
+        }
+    }
+
+    void isrExpiration(String name) throws Rejected {
+        Broker b = broker(name);
+        if (!b.online) {
+            throw new Rejected("ISR-SHRINK-PRE-1", name + " is offline");
+        }
+        b.partition.maybeShrinkIsr();
+        completeAllPending();
+    }
+
+    void crash(String name) throws Rejected {
+        Broker b = broker(name);
+        if (!b.online) {
+            throw new Rejected("CRASH-PRE-1", name + " is already offline");
+        }
+        stop(b);
+        completeAllPending(); // PRODUCE-6: NETWORK_EXCEPTION for those waiting at b
+    }
+
+    void restart(String name) throws Rejected, IOException {
+        Broker b = broker(name);
+        if (b.online) {
+            throw new Rejected("RESTART-PRE-1", name + " is online");
+        }
+        if (!down.contains(b.id) && ctrlLeader != null && ctrlLeader == b.id) {
+            handleFailures(null); // RESTART-2: KRaft fences the old session first
+        }
+        down.remove(b.id);
+        b.leaderEpoch = -1;
+        b.partitionEpoch = -1;
+        start(b, false);
+        apply(b, registration(), false);
+    }
+
+    void epochQuery(String name, int epoch, Integer currentLeaderEpoch) throws Rejected {
+        Broker b = broker(name);
+        if (!b.online) {
+            throw new Rejected("EPOCH-QUERY-PRE-1", name + " is offline");
+        }
+        OffsetForLeaderEpochResponseData.EpochEndOffset answer = b.partition.lastOffsetForLeaderEpoch(
+            Optional.ofNullable(currentLeaderEpoch), epoch, true);
+        Map<String, Object> q = new LinkedHashMap<>();
+        q.put("replica", name);
+        q.put("requested_epoch", epoch);
+        Errors error = Errors.forCode(answer.errorCode());
+        q.put("error", error == Errors.NONE ? null : error.name());
+        q.put("leader_epoch", error == Errors.NONE ? answer.leaderEpoch() : -1);
+        q.put("end_offset", error == Errors.NONE ? answer.endOffset() : -1L);
+        epochQuery = q;
+    }
+
+    // ------------------------------------------------------------------ time
+
+    private record Timer(long atMs, int order, Runnable action) {
+    }
+
+    /** TICK-1: produce deadlines, then isr-expiration runs (every replica.lag.time.max.ms / 2
+     * from the broker's start, ReplicaManager.startup), then HW checkpoints (every
+     * replica.high.watermark.checkpoint.interval.ms), in time order. */
+    void tick(long ms) {
+        long from = time.milliseconds();
+        long to = from + ms;
+        List<Timer> timers = new ArrayList<>();
+        for (PendingProduce p : pending) {
+            if (p.deadlineMs() > from && p.deadlineMs() <= to) {
+                timers.add(new Timer(p.deadlineMs(), 1, () -> {
+                    if (pending.remove(p)) {
+                        producer.put(p.id(), Errors.REQUEST_TIMED_OUT.name());
+                    }
+                }));
+            }
+        }
+        for (Broker f : brokers) {
+            FetchRequestState p = f.parked;
+            if (p != null && p.deadlineMs() > from && p.deadlineMs() <= to) {
+                timers.add(new Timer(p.deadlineMs(), 0, () -> completeParked(true)));
+            }
+        }
+        for (Broker b : brokers) {
+            if (!b.online) {
+                continue;
+            }
+            addPeriodic(timers, b.startedMs, lagMs / 2, from, to, 2, () -> {
+                if (b.online) {
+                    b.partition.maybeShrinkIsr();
+                }
+            });
+            if (checkpointIntervalMs > 0) {
+                addPeriodic(timers, b.startedMs, checkpointIntervalMs, from, to, 3, () -> checkpoint(b));
+            }
+        }
+        timers.sort(Comparator.comparingLong(Timer::atMs).thenComparingInt(Timer::order));
+        for (Timer t : timers) {
+            time.set(t.atMs());
+            t.action().run();
+            completeAllPending();
+        }
+        time.set(to);
+    }
+
+    private static void addPeriodic(List<Timer> out, long startMs, long periodMs, long from, long to, int order,
+                                    Runnable action) {
+        if (periodMs <= 0) {
+            return;
+        }
+        long k = Math.max(1, (from - startMs) / periodMs + 1);
+        for (long at = startMs + k * periodMs; at <= to; at += periodMs) {
+            if (at > from) {
+                out.add(new Timer(at, order, action));
+            }
+        }
+    }
+
+    /** ReplicaManager.checkpointHighWatermarks for this broker's one partition. */
+    private void checkpoint(Broker b) {
+        if (!b.online || b.partition == null || b.partition.log().isEmpty()) {
+            return;
+        }
+        b.hwCheckpoint.write(Map.of(TP, b.partition.log().get().highWatermark()));
+    }
+
+    /** CKPT-1: with an interval of 0 every change of the HW is written at once. */
+    void afterStep() {
+        completeParked(false);
+        completeAllPending();
+        if (checkpointIntervalMs == 0) {
+            for (Broker b : brokers) {
+                if (b.online) {
+                    long now = b.hwCheckpoint.read().getOrDefault(TP, -1L);
+                    if (b.partition.log().isDefined() && b.partition.log().get().highWatermark() != now) {
+                        checkpoint(b);
+                    }
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ observation
+
+    private Broker.Snapshot snapshot(Broker b) {
+        UnifiedLog log = b.partition.localLogOrException();
+        List<String> records = new ArrayList<>();
+        try {
+            long offset = log.logStartOffset();
+            while (offset < log.logEndOffset()) {
+                FetchDataInfo info = log.read(offset, MAX_BYTES, FetchIsolation.LOG_END, true);
+                long before = offset;
+                for (RecordBatch batch : info.records.batches()) {
+                    for (Record record : batch) {
+                        ByteBuffer v = record.value();
+                        byte[] bytes = new byte[v.remaining()];
+                        v.get(bytes);
+                        records.add(new String(bytes, StandardCharsets.UTF_8) + "@" + batch.partitionLeaderEpoch());
+                        offset = record.offset() + 1;
+                    }
+                }
+                if (offset == before) {
+                    break;
+                }
+            }
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot read the log of " + b.name + ": " + e, e);
+        }
+        List<List<Long>> cache = new ArrayList<>();
+        for (EpochEntry e : log.leaderEpochCache().epochEntries()) {
+            cache.add(List.of((long) e.epoch(), e.startOffset()));
+        }
+        return new Broker.Snapshot(records, log.logStartOffset(), log.logEndOffset(), log.highWatermark(), cache);
+    }
+
+    Map<String, Object> observe() {
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("clock_ms", time.milliseconds() - ManualTime.ORIGIN_MS);
+        out.put("leader", ctrlLeader == null ? null : brokers.get(ctrlLeader).name);
+        out.put("leader_epoch", ctrlEpoch);
+        List<String> isr = new ArrayList<>();
+        for (Broker b : brokers) {
+            if (ctrlIsr.contains(b.id)) {
+                isr.add(b.name);
+            }
+        }
+        out.put("isr", isr);
+        out.put("partition_epoch", ctrlPartitionEpoch);
+        Map<String, Object> replicas = new LinkedHashMap<>();
+        for (Broker b : brokers) {
+            replicas.put(b.name, observe(b));
+        }
+        out.put("replicas", replicas);
+        out.put("producer", new LinkedHashMap<>(producer));
+        out.put("epoch_query", epochQuery);
+        return out;
+    }
+
+    private Map<String, Object> observe(Broker b) {
+        Map<String, Object> r = new LinkedHashMap<>();
+        Broker.Snapshot s = b.online ? snapshot(b) : b.lastSeen;
+        long checkpointHw = readCheckpoint(b);
+        r.put("online", b.online);
+        r.put("role", b.role);
+        r.put("leader", b.leader);
+        r.put("leader_epoch", b.leaderEpoch);
+        r.put("leo", s.leo());
+        r.put("hw", s.hw()); // offline: the HW it had (memory), as the reference shows it
+        r.put("checkpoint_hw", checkpointHw);
+        r.put("log", s.log());
+        r.put("epoch_cache", s.epochCache());
+        // The spec's "truncating" means "must ask OffsetsForLeaderEpoch first". Kafka's fetcher
+        // is also Truncating when the log has no epoch at all, but then it only truncates to its
+        // HW locally (truncateToHighWatermark) and fetches: that is "fetching" in the spec's sense.
+        boolean asksEpoch = b.truncating && b.fetchOffset != null && s.epochCache().size() > 0;
+        r.put("fetch_state", asksEpoch ? "truncating" : "fetching");
+        r.put("log_start", s.logStart());
+        if (b.online && "leader".equals(b.role)) {
+            Map<String, Object> remote = new LinkedHashMap<>();
+            for (Broker other : brokers) {
+                if (other == b) {
+                    continue;
+                }
+                Option<org.apache.kafka.server.replica.Replica> replica = b.partition.getReplica(other.id);
+                long leo = replica.isDefined() ? replica.get().stateSnapshot().logEndOffset() : -1L;
+                remote.put(other.name, leo < 0 ? null : leo);
+            }
+            r.put("remote_leo", remote);
+        }
+        return r;
+    }
+
+    private long readCheckpoint(Broker b) {
+        File file = new File(b.dir, "replication-offset-checkpoint");
+        if (!file.exists()) {
+            return 0L;
+        }
+        try {
+            return new OffsetCheckpointFile(file, null).read().getOrDefault(TP, 0L);
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot read " + file + ": " + e, e);
+        }
+    }
+
+}

@@ -1,0 +1,96 @@
+"""What the Kafka adapter (adapters/kafka, docs/kafka.md) costs: start-up and steps/s.
+
+Start-up: from spawning the JVM to the answer to ``hello``, over several fresh processes.
+Steps: every bundled fixture the adapter runs (diverging-epoch, only step kinds it has),
+replayed PASSES times through one process; ``reset`` (new temporary log directories, a
+LogManager and a Partition per broker) is timed apart from the steps. Usage:
+
+    .venv/bin/python benchmarks/bench_kafka.py [--starts 5] [--passes 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from tabulate import tabulate
+
+from conformance import kafka_impl
+from conformance.fixtures import Fixture, load_fixtures
+from conformance.paths import FIXTURES_DIR
+
+UNSUPPORTED_FIELDS = ("max_records", "unflushed_from")
+
+
+def runnable(fixtures: list[Fixture], steps: set[str]) -> list[Fixture]:
+    """The fixtures the adapter runs whole: its generation, its step kinds, no field it ignores."""
+    out = []
+    for f in fixtures:
+        if f.config.generation.value != "diverging-epoch":
+            continue
+        if all(
+            fs.do["kind"] in steps and not any(fs.do.get(k) is not None for k in UNSUPPORTED_FIELDS) for fs in f.steps
+        ):
+            out.append(f)
+    return out
+
+
+def startup(starts: int) -> list[float]:
+    samples = []
+    for _ in range(starts):
+        adapter = kafka_impl.kafka()
+        t0 = time.perf_counter()
+        adapter.describe()
+        samples.append(time.perf_counter() - t0)
+        adapter.close()
+    return samples
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--starts", type=int, default=5)
+    parser.add_argument("--passes", type=int, default=3)
+    args = parser.parse_args()
+    if not kafka_impl.is_built():
+        kafka_impl.build()
+    starts = startup(args.starts)
+    adapter = kafka_impl.kafka()
+    described = adapter.describe()
+    fixtures, problems = load_fixtures([FIXTURES_DIR])
+    assert not problems
+    chosen = runnable(fixtures, set(described.steps))
+    reset_s: list[float] = []
+    step_s: list[float] = []
+    steps = 0
+    for n in range(args.passes + 1):  # the first pass warms the JVM up and is not counted
+        resets = 0.0
+        stepping = 0.0
+        steps = 0
+        for f in chosen:
+            t0 = time.perf_counter()
+            adapter.reset(f.config.to_dict(), f.initial)
+            t1 = time.perf_counter()
+            for fs in f.steps:
+                adapter.step(dict(fs.do))
+                steps += 1
+            resets += t1 - t0
+            stepping += time.perf_counter() - t1
+        if n:
+            reset_s.append(resets / len(chosen))
+            step_s.append(stepping / steps)
+    adapter.close()
+    rows = [
+        ["start-up (spawn to hello)", f"{statistics.median(starts) * 1e3:,.0f} ms", f"min {min(starts) * 1e3:,.0f} ms"],
+        ["reset", f"{statistics.median(reset_s) * 1e3:,.1f} ms", f"{1 / statistics.median(reset_s):,.0f} resets/s"],
+        ["step", f"{statistics.median(step_s) * 1e3:,.2f} ms", f"{1 / statistics.median(step_s):,.0f} steps/s"],
+    ]
+    print(
+        f"Kafka {described.version}: {len(chosen)} fixtures, {steps} steps per pass, "
+        f"median of {args.passes} passes after a warm-up pass; {args.starts} starts\n"
+    )
+    print(tabulate(rows, headers=["what", "median", ""], tablefmt="github"))
+
+
+if __name__ == "__main__":
+    main()
