@@ -612,7 +612,9 @@ class SafetyMonitor:
         start = _start(rep)
         out = []
         for offset, record in sorted(self.committed.items()):
-            have = log[offset - start] if start <= offset < start + len(log) else None
+            if offset < start:  # below the leader's log start: deleted by retention (LOG-START-*), not lost
+                continue
+            have = log[offset - start] if offset < start + len(log) else None
             if have == record:
                 continue
             finding = Finding(

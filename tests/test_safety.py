@@ -437,3 +437,23 @@ def test_a_leader_reporting_an_hw_past_its_log_is_judged_not_crashed_on() -> Non
     leader = {"role": "leader", "leo": 1, "hw": 2, "log": ["a@0"]}
     found = _monitor().observe({}, _obs(A=leader, B={"leo": 2, "log": ["a@0", "b@0"]}))
     assert _props(found) == {"SAFE-HW-LE-LEO", "SAFE-STRONG-ISR"}
+
+
+def test_a_record_below_the_leaders_log_start_is_deleted_not_lost() -> None:
+    """A consumed record whose offset a later leader's log start has passed (retention) is
+    no SAFE-ACKED finding; the same record missing above the log start is (corpus trace
+    s1-489 of seed 1 was the false alarm)."""
+    from conformance.safety import SafetyMonitor
+    from reference_impl import Config
+
+    monitor = SafetyMonitor(Config(replicas=("A", "B")))
+    rep = {"online": True, "role": "leader", "leader_epoch": 0, "log": ["a@0", "b@0"], "leo": 2, "hw": 2}
+    follower = {"online": True, "role": "follower", "leader_epoch": 0, "log": ["a@0", "b@0"], "leo": 2, "hw": 2}
+    first = {"leader": "A", "leader_epoch": 0, "isr": ["A", "B"], "replicas": {"A": rep, "B": follower}}
+    consumed = {**first, "consumer": {"offset": 0, "records": ["a@0", "b@0"]}}
+    assert monitor.observe({"kind": "consume", "offset": 0}, consumed) == []
+    trimmed = {**rep, "log_start": 1, "log": ["b@0"]}
+    assert monitor.observe({"kind": "tick", "ms": 1}, {**first, "replicas": {"A": trimmed, "B": follower}}) == []
+    lost = {**rep, "log_start": 1, "log": ["c@0"]}
+    found = monitor.observe({"kind": "tick", "ms": 1}, {**first, "replicas": {"A": lost, "B": follower}})
+    assert [f.property for f in found if f.property == "SAFE-ACKED"] == ["SAFE-ACKED"]
