@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from reference_impl import Config, Step, step_from_dict
+from reference_impl import STEP_TYPES, Config, Step, step_from_dict
 
 from .adapter import Adapter, AdapterError, Description
 from .distribution import OTHER_WEIGHT, Chooser, pick, tick_lengths
@@ -30,26 +30,8 @@ from .progress import View
 from .safety import Finding
 from .wire import wire_step
 
-PROPOSED_KINDS = (
-    "produce",
-    "fetch",
-    "deliver_fetch",
-    "fetch_round",
-    "epoch_request",
-    "deliver_epoch",
-    "epoch_round",
-    "epoch_query",
-    "tick",
-    "isr_expiration",
-    "deliver_alter_partition",
-    "crash",
-    "restart",
-    "elect",
-    "deliver_leader_and_isr",
-    "consume",
-)
-"""Every step kind a proposal can be of (``tests/test_own_path.py`` checks it against
-``reference_impl.STEP_TYPES``)."""
+PROPOSED_KINDS: tuple[str, ...] = tuple(STEP_TYPES)
+"""Every step kind a proposal can be of: the reference's step kinds (one definition)."""
 
 
 @dataclass

@@ -90,6 +90,19 @@ _DEST = re.compile(r"^\S+->(\S+) ")
 _SOURCE = re.compile(r"^(\S+)->")
 
 
+def records_behind(obs: Mapping[str, Any]) -> int:
+    """PROGRESS-BOUND's allowance for CHOICE-4: a fetch answer may carry a single record, so
+    a follower the suffix finds ``n`` records behind the longest log may need ``n`` more
+    rounds. The gap between the longest and the shortest reported log end (0 when the
+    observation reports no LEO)."""
+    replicas = obs.get("replicas")
+    leos = [
+        r.get("leo") for r in (replicas.values() if isinstance(replicas, Mapping) else ()) if isinstance(r, Mapping)
+    ]
+    ends = [x for x in leos if isinstance(x, int) and not isinstance(x, bool)]
+    return max(ends) - min(ends) if ends else 0
+
+
 def round_bound(replicas: int, leader_epoch: int) -> int:
     """PROGRESS-BOUND: ``ROUND_BASE + (leader_epoch + 3) + (replicas - 1)`` rounds.
 
@@ -342,7 +355,7 @@ class FairSuffix:
             epoch = self._last.get("leader_epoch")
             self.bound = self.fixed_bound or round_bound(
                 len(self.config.replicas), epoch if isinstance(epoch, int) else 0
-            )
+            ) + records_behind(self._last)
             self._plan = self._rounds()
             step = next(self._plan, None)
         else:

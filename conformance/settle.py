@@ -121,18 +121,27 @@ def answer_parked_now(state: State, follower: str | None = None) -> list[State]:
     return out
 
 
+def deliveries(state: State, lacking: frozenset[str]) -> list[Step]:
+    """The answers in flight in ``state`` that an implementation lacking the step kinds in
+    ``lacking`` receives by itself (it has no step to be sent them): each as the delivery
+    step the reference takes for it (fetch and epoch answers, LeaderAndIsr, AlterPartition).
+    The one definition of CHOICE-2's internal steps: the frontier's, and the deliveries
+    ``kconform fuzz`` adds to a run it draws for such an implementation."""
+    out: list[Step] = []
+    if "deliver_fetch" in lacking:
+        out += [DeliverFetch(m.dst) for m in state.fetch_responses]
+    if "deliver_epoch" in lacking:
+        out += [DeliverEpoch(m.dst) for m in state.epoch_responses]
+    if "deliver_leader_and_isr" in lacking:
+        out += [DeliverLeaderAndIsr(m.dst) for m in state.leader_and_isr]
+    if "deliver_alter_partition" in lacking:
+        out += [DeliverAlterPartition(m.leader) for m in state.alter_partitions]
+    return list(dict.fromkeys(out))
+
+
 def _deliveries(state: State, lacking: frozenset[str]) -> list[State]:
     out = []
-    candidates: list[Step] = []
-    if "deliver_fetch" in lacking:
-        candidates += [DeliverFetch(m.dst) for m in state.fetch_responses]
-    if "deliver_epoch" in lacking:
-        candidates += [DeliverEpoch(m.dst) for m in state.epoch_responses]
-    if "deliver_leader_and_isr" in lacking:
-        candidates += [DeliverLeaderAndIsr(m.dst) for m in state.leader_and_isr]
-    if "deliver_alter_partition" in lacking:
-        candidates += [DeliverAlterPartition(m.leader) for m in state.alter_partitions]
-    for step in dict.fromkeys(candidates):
+    for step in deliveries(state, lacking):
         try:
             out.append(apply(state, step))
         except StepRejected:

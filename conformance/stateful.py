@@ -59,7 +59,8 @@ from .limits import CONTROLLER_KINDS, fit
 from .own_path import OwnPathRun, own_path
 from .runner import FAILING_AT, run_fixture
 from .safety import Coverage, certificate
-from .walk import deliveries, walk
+from .settle import deliveries
+from .walk import walk
 
 DELIVERIES = 16
 """At most this many answers an implementation receives by itself after one step (each

@@ -21,26 +21,9 @@ from typing import Any
 import yaml
 
 from reference_impl import Config, State, Step, StepRejected, apply, initial_state, observe, step_to_dict
-from reference_impl.steps import DeliverAlterPartition, DeliverEpoch, DeliverFetch, DeliverLeaderAndIsr
 
 from .fixtures import Fixture, FixtureStep
 from .runner import RuleTrace
-
-
-def deliveries(state: State, lacking: frozenset[str]) -> list[Step]:
-    """The answers in flight in ``state`` that an implementation lacking the step kinds in
-    ``lacking`` receives by itself (it has no step to be sent them): each as the delivery
-    step the reference takes for it (fetch and epoch answers, LeaderAndIsr, AlterPartition)."""
-    out: list[Step] = []
-    if "deliver_fetch" in lacking:
-        out += [DeliverFetch(m.dst) for m in state.fetch_responses]
-    if "deliver_epoch" in lacking:
-        out += [DeliverEpoch(m.dst) for m in state.epoch_responses]
-    if "deliver_leader_and_isr" in lacking:
-        out += [DeliverLeaderAndIsr(m.dst) for m in state.leader_and_isr]
-    if "deliver_alter_partition" in lacking:
-        out += [DeliverAlterPartition(m.leader) for m in state.alter_partitions]
-    return list(dict.fromkeys(out))
 
 
 @dataclass(frozen=True)
@@ -147,4 +130,4 @@ def witness(
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=120)
 
 
-__all__ = ["Walked", "deliveries", "walk", "witness"]
+__all__ = ["Walked", "walk", "witness"]

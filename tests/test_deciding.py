@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any
+
+from fakes.shows_nothing import hw_to_leo_on_append
 
 import reference_impl
 from conformance.deciding import DECIDING, PROPERTY_DECIDING, deciding
 from conformance.fixtures import load_fixtures
-from conformance.in_process import FunctionAdapter, ReferenceAdapter, StepRefused
+from conformance.in_process import FunctionAdapter, ReferenceAdapter
 from conformance.paths import FIXTURES_DIR, SCHEMA_DIR
 from conformance.runner import run_fixture
 
@@ -28,25 +29,12 @@ def test_the_leader_hw_is_decided_by_the_hw_rules() -> None:
     assert deciding("isr", obs)
 
 
-def _hw_to_leo_on_append(state: Any, step: dict[str, Any]) -> Any:
-    try:
-        after = reference_impl.apply(state, reference_impl.step_from_dict(step))
-    except reference_impl.StepRejected as exc:
-        raise StepRefused(exc.reason, exc.rule) from None
-    if step["kind"] != "produce" or after.controller.leader is None:
-        return after
-    i = after.config.position[after.controller.leader]
-    leader = after.replicas[i]
-    moved = dataclasses.replace(leader, hw=leader.leo)
-    return dataclasses.replace(after, replicas=(*after.replicas[:i], moved, *after.replicas[i + 1 :]))
-
-
 def test_an_hw_defect_on_append_names_the_hw_rules_that_held() -> None:
     base = ReferenceAdapter().describe()
     adapter = FunctionAdapter(
         dataclasses.replace(base, name="hw-on-append"),
         init=lambda config: reference_impl.initial_state(reference_impl.config_from_dict(config)),
-        apply=_hw_to_leo_on_append,
+        apply=hw_to_leo_on_append,
         observe=reference_impl.observe,
     )
     fixtures, _ = load_fixtures([FIXTURES_DIR / "seeds"])

@@ -43,7 +43,8 @@ def empty() -> FunctionAdapter:
     return FunctionAdapter(_base("empty"), init=_init, apply=_apply, observe=lambda state: {})
 
 
-def _hw_to_leo_on_append(state: Any, step: dict[str, Any]) -> Any:
+def hw_to_leo_on_append(state: Any, step: dict[str, Any]) -> Any:
+    """The reference, except that a produce moves the leader's HW to its LEO at once."""
     after = _apply(state, step)
     if step["kind"] != "produce" or after.controller.leader is None:
         return after
@@ -67,4 +68,4 @@ def minimal() -> FunctionAdapter:
     description = _base(
         "minimal", fields=("leader", "isr", "replicas", "producer"), replica_fields=("leo", "hw", "log")
     )
-    return FunctionAdapter(description, init=_init, apply=_hw_to_leo_on_append, observe=_minimal_observe)
+    return FunctionAdapter(description, init=_init, apply=hw_to_leo_on_append, observe=_minimal_observe)
