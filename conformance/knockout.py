@@ -60,13 +60,18 @@ RULE = re.compile(
 
 OPERATORS = ("skip", "guard-off", "guard-on")
 
+_CHOICE = (
+    "a choice point (spec: Choice points): the reference takes Kafka's default and the other resolutions are the "
+    "settled level's (settle.py), so there is no effect of the reference's to skip; the variants and their "
+    "defective twins (conformance/variants.py, tests/test_choices.py) are what tests it"
+)
+
 NO_KNOCKOUT: dict[str, str] = {
+    **{f"CHOICE-{n}": _CHOICE for n in range(1, 8)},
     "LOG-START-1": "a property of the state (no records below log_start) kept by the values (Log, given.py), not "
     "an effect of a step: its consequences are FETCH-LEADER-4, CONSUME-2 and LOG-START-2/3, each knocked out",
     "OBS-ANSWER-1": "the form of the observation (observe.py), not an effect of a step: dropping an answer field is "
     "what the zoo's message members do, and fixtures asserting answers kill them",
-    "EPOCH-CACHE-2": "a pure function of values (epoch_cache.truncate_from_end) whose result TRUNC-1 stores: "
-    "disabling it is a wrong value, not a skipped effect; the zoo's epoch-cache-keeps-conflicting-entries is it",
     **{
         f"INIT-{n}": "a check of a fixture's initial: block (given.py, left out: LEFT_OUT), run when a fixture "
         "loads; tests/test_initial.py pins each message"

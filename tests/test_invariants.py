@@ -114,7 +114,7 @@ def test_the_agreement_is_tested_where_invariants_break() -> None:
     AckedNotLost (KIP-101), not only on runs where both are silent."""
     broken: list[dict[str, int]] = []
 
-    @settings(max_examples=400, derandomize=True, database=None, deadline=None, phases=[Phase.generate])
+    @settings(max_examples=1500, derandomize=True, database=None, deadline=None, phases=[Phase.generate])
     @given(data=st.data())
     def search(data: st.DataObject) -> None:
         fast, defined, _ = _first_breaks(data, data.draw(configs(Generation.HW_TRUNCATION)), max_steps=40)

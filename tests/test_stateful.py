@@ -112,7 +112,9 @@ def test_settled_judges_acceptance_against_every_reachable_reference_state() -> 
     assert [f.reason for f in early.failures] == []
     wrong = fuzz_all(RefusesElections(), Generation.DIVERGING_EPOCH, examples=60, seed=1, level="settled")
     # and it never replaces a dead leader, which the fair suffix at the end of a run notices
-    assert sorted(f.signature for f in wrong.failures) == ["safety:PROGRESS-LEADER", "settled:(step)"]
+    signatures = {f.signature for f in wrong.failures}
+    assert "settled:(step)" in signatures
+    assert all(s.startswith("safety:PROGRESS-") for s in signatures - {"settled:(step)"}), signatures
     assert "the reference performs it (and so does every reference state" in wrong.failures[0].reason
 
 
