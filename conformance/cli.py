@@ -24,6 +24,7 @@ from reference_impl.config import Generation
 
 from .adapter import AdapterError
 from .bundled import DEFAULT_SUITE
+from .corpus.progress import Progress as RateProgress
 from .levels import LEVELS
 from .paths import FIXTURES_DIR
 from .stdio import DEFAULT_START_TIMEOUT_S, DEFAULT_TIMEOUT_S
@@ -394,6 +395,11 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     generation = Generation(args.generation)
     if args.examples is None:
         args.examples = 1000 if args.level == "safety" else 100
+    progress = RateProgress(args.examples, "runs", sys.stderr, enabled=not args.no_progress and not args.json)
+    try:
+        adapter.describe()
+    except AdapterError as exc:
+        _fail(f"implementation {args.impl!r} cannot start: {exc.message}\n{exc.detail}")
     try:
         report = fuzz_all(
             adapter,
@@ -405,9 +411,12 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
             ignore=ignore,
             seed=args.seed,
             weights=weights,
+            on_run=progress.update,
         )
     except AdapterError as exc:
-        _fail(f"implementation {args.impl!r} cannot start: {exc.message}\n{exc.detail}")
+        progress.close()
+        _fail(f"implementation {args.impl!r}: {exc.message}" + (f"\n{exc.detail}" if exc.detail else ""))
+    progress.close()
     ex = report.exercised
     kinds = ", ".join(f"{k} {n}" for k, n in ex.steps.most_common())
     rules = ", ".join(f"{k} {n}" for k, n in sorted(ex.rules.items()))
@@ -444,6 +453,15 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
             f"shrunk witness after {finding.seconds:.1f} s): {finding.detail}\n   witness fixture: {path}\n"
         )
     established, why = ex.certificate()
+    if report.interrupted:
+        summary += f"INTERRUPTED (Ctrl-C) after {ex.runs} of {args.examples} runs: what they found is above\n"
+    if args.json:
+        paths = _fuzz_witnesses(args, report, generation)
+        _emit(json.dumps(_fuzz_json(args, report, established, why, paths), indent=1) + "\n")
+        if report.interrupted:
+            return 130
+        unexpected = sum(not f.expected for f in report.findings)
+        return 1 if report.failures or not established or unexpected else 0
     if not report.failures and not established:
         _emit(
             f"{args.impl}: level {args.level} not established on {args.examples} random runs "
@@ -455,6 +473,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         if args.level == "exact":
             met += f"{args.impl} agreed with the reference on {args.examples} random runs\n"
         _emit(met + found + summary)
+        if report.interrupted:
+            return 130
         return 1 if unexpected else 0
     _emit(f"{args.impl} fails level {args.level}: {_plural(len(report.failures), 'distinct failure')} (each shrunk)\n")
     for n, failure in enumerate(report.failures, 1):
@@ -467,7 +487,56 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
             f"   replay: kconform run --impl '{args.impl}'{level} --fixtures {path}\n"
         )
     _emit("\n" + found + summary)
-    return 1
+    return 130 if report.interrupted else 1
+
+
+def _fuzz_witnesses(args: argparse.Namespace, report: Any, generation: Generation) -> list[str]:
+    """Write each failure's witness fixture (as the text output does); their paths."""
+    from .stateful import witness_fixture
+
+    args.witness.parent.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for n, failure in enumerate(report.failures, 1):
+        path = args.witness if n == 1 else args.witness.with_name(f"{args.witness.stem}-{n}{args.witness.suffix}")
+        path.write_text(witness_fixture(failure.trace, f"fuzz-witness-{n}", failure.reason), encoding="utf-8")
+        paths.append(str(path))
+    return paths
+
+
+def _fuzz_json(
+    args: argparse.Namespace, report: Any, established: bool, why: str, witnesses: list[str]
+) -> dict[str, Any]:
+    """``kconform fuzz --json``: the same facts as the text (docs/reports.md, "fuzz --json")."""
+    ex = report.exercised
+    verdict = "failed" if report.failures else ("met" if established else "not established")
+    return {
+        "kconform_fuzz": 1,
+        "implementation": args.impl,
+        "generation": args.generation,
+        "level": args.level,
+        "examples": args.examples,
+        "runs": ex.runs,
+        "seed": report.seed,
+        "interrupted": report.interrupted,
+        "verdict": verdict,
+        "safety": why,
+        "failures": [
+            {"signature": f.signature, "reason": f.reason, "steps": len(f.trace.steps), "step": f.step, "witness": w}
+            for f, w in zip(report.failures, witnesses, strict=True)
+        ],
+        "reference_findings": [
+            {"invariant": f.invariant, "detail": f.detail, "steps": len(f.path), "expected": f.expected}
+            for f in report.findings
+        ],
+        "exercised": {
+            "steps": dict(ex.steps),
+            "rules": dict(ex.rules),
+            "refusals": dict(ex.refusals),
+            "skipped": dict(ex.skipped),
+            "shrink_runs": ex.shrink_runs,
+            "seconds": round(ex.seconds, 3),
+        },
+    }
 
 
 def _known_differences(paths: list[Path], impl: str, adapter: Any) -> dict[str, str]:
@@ -499,8 +568,13 @@ def cmd_explore(args: argparse.Namespace) -> int:
     known = _known_differences(args.expectations or [], args.impl, adapter) if adapter is not None else {}
     names = ["A", "B", "C", "D", "E"][: args.replicas]
     rows, unexpected = [], 0
+    records: list[dict[str, Any]] = []
+    interrupted = False
     args.out.mkdir(parents=True, exist_ok=True)
+    quiet = args.no_progress or args.json
     for generation in args.generation or list(GENERATIONS):
+        if interrupted:
+            break
         try:
             config: Config = config_from_dict(
                 {
@@ -513,8 +587,23 @@ def cmd_explore(args: argparse.Namespace) -> int:
             )
         except ConfigError as exc:
             _fail(f"--{exc.field.replace('_', '-')}: {exc.message}")
-        result, tree = explore(config, args.depth, args.records, args.seconds, args.max_states, faults=args.faults)
+        if not quiet:
+            print(
+                f"explore {generation}: searching to depth {args.depth} (at most {args.seconds:g} s)", file=sys.stderr
+            )
+        try:
+            result, tree = explore(config, args.depth, args.records, args.seconds, args.max_states, faults=args.faults)
+        except KeyboardInterrupt:
+            interrupted = True
+            break
+        if not quiet:
+            print(
+                f"explore {generation}: {result.states:,} states to depth {result.depth_reached} in "
+                f"{result.seconds:.1f} s ({result.states_per_second:,.0f} states/s)",
+                file=sys.stderr,
+            )
         found = []
+        record: dict[str, Any] = {"generation": generation, "findings": [], "disagreement": None}
         for finding in result.findings:
             name = f"explore-{generation}-{finding.invariant.lower()}"
             path = args.out / f"{name}.yaml"
@@ -523,11 +612,30 @@ def cmd_explore(args: argparse.Namespace) -> int:
             note = "expected in this generation" if finding.expected else "UNEXPECTED: a spec bug"
             found.append(f"{finding.invariant} in {_plural(len(finding.path), 'step')} ({note}): {path}")
             unexpected += not finding.expected
+            record["findings"].append(
+                {
+                    "invariant": finding.invariant,
+                    "detail": finding.detail,
+                    "steps": len(finding.path),
+                    "expected": finding.expected,
+                    "witness": str(path),
+                }
+            )
         if adapter is not None:
+            leaves = len(tree) - len({parent for parent, _ in tree.values() if parent is not None})
+            progress = RateProgress(leaves, "paths", sys.stderr, enabled=not quiet)
             try:
-                disagreement = replay(adapter, config, tree, result, level=args.level, known=known)
+                disagreement = replay(
+                    adapter, config, tree, result, on_path=progress.update, level=args.level, known=known
+                )
             except AdapterError as exc:
+                progress.close()
                 _fail(f"implementation {args.impl!r} cannot start: {exc.message}\n{exc.detail}")
+            except KeyboardInterrupt:
+                progress.close()
+                interrupted = True
+                disagreement = result.disagreement
+            progress.close()
             if disagreement is not None:
                 unexpected += 1
                 name = f"explore-{generation}-disagreement"
@@ -540,6 +648,12 @@ def cmd_explore(args: argparse.Namespace) -> int:
                     f"{args.impl} fails level {args.level} after {_plural(len(disagreement.path), 'step')}: "
                     f"{disagreement.reason}: {path} (kconform run --impl '{args.impl}'{level} --fixtures {path})"
                 )
+                record["disagreement"] = {
+                    "reason": disagreement.reason,
+                    "steps": len(disagreement.path),
+                    "step": disagreement.step,
+                    "witness": str(path),
+                }
             elif not result.paths_replayed:
                 unexpected += 1
                 skipped = "; ".join(f"{n} {reason}" for reason, n in result.paths_skipped.most_common(3))
@@ -547,6 +661,17 @@ def cmd_explore(args: argparse.Namespace) -> int:
             elif not result.certificate()[0]:
                 unexpected += 1
                 found.append(f"{args.impl}: level {args.level} not established: {result.certificate()[1]}")
+        record.update(
+            states=result.states,
+            transitions=result.transitions,
+            depth=result.depth_reached,
+            complete=result.complete,
+            seconds=round(result.seconds, 3),
+            rules=len(result.rules),
+            paths_replayed=result.paths_replayed if adapter is not None else None,
+            safety=result.certificate()[1] if adapter is not None and result.paths_replayed else None,
+        )
+        records.append(record)
         depth = f"{result.depth_reached}" + ("" if result.complete else f" of {args.depth} (budget ran out)")
         rows.append(
             [
@@ -561,10 +686,26 @@ def cmd_explore(args: argparse.Namespace) -> int:
                 "\n".join(found) or "none",
             ]
         )
-    headers = ["generation", "states", "transitions", "depth", "s", "states/s", "rules", "paths replayed", "findings"]
-    _emit(_table(rows, headers, maxcolwidths=[None] * 8 + [70]) + "\n")
     if adapter is not None:
         adapter.close()
+    if args.json:
+        doc = {
+            "kconform_explore": 1,
+            "implementation": args.impl,
+            "level": args.level,
+            "depth_limit": args.depth,
+            "interrupted": interrupted,
+            "unexpected": unexpected,
+            "generations": records,
+        }
+        _emit(json.dumps(doc, indent=1) + "\n")
+    else:
+        headers = ["generation", "states", "transitions", "depth", "s", "states/s", "rules", "paths replayed"]
+        _emit(_table(rows, [*headers, "findings"], maxcolwidths=[None] * 8 + [70]) + "\n")
+        if interrupted:
+            _emit(f"INTERRUPTED (Ctrl-C): {len(rows)} generation(s) finished are shown\n")
+    if interrupted:
+        return 130
     return 1 if unexpected else 0
 
 
@@ -784,6 +925,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         metavar="FILE",
         help="YAML with known_differences: {FIELD-OR-PROPERTY-GLOB: reason}, ignored (repeatable)",
     )
+    fz.add_argument("--json", action="store_true", help="print the result as JSON (docs/reports.md, 'fuzz --json')")
+    fz.add_argument("--no-progress", action="store_true", help="no progress line on the terminal")
     add_timeouts(fz)
     fz.set_defaults(func=cmd_fuzz)
 
@@ -823,6 +966,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "(about seven times the states per level; default: off)",
     )
     ex.add_argument("--impl", metavar="SPEC", help="also replay every path on this implementation (as run --impl)")
+    ex.add_argument("--json", action="store_true", help="print the result as JSON (docs/reports.md, 'explore --json')")
+    ex.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     ex.add_argument(
         "--level",
         choices=LEVELS,

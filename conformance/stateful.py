@@ -154,6 +154,8 @@ class FuzzReport:
     seed: int = 0
     findings: list[InvariantFinding] = field(default_factory=list)
     """The reference's own invariant violations (each invariant once, shrunk)."""
+    interrupted: bool = False
+    """Ctrl-C stopped it: what the finished runs found is kept (``stats.runs`` of them)."""
 
 
 def proposal(step: Step, kinds: frozenset[str]) -> Step | None:
@@ -305,7 +307,8 @@ class Judge:
                 self.adapter.restart()
             where = "reset" if result.reason.startswith("reset") else "step"
             upto = result.steps_run + 1 if where == "step" else 0
-            return self._disagreement(f"error:{where}", f"the implementation failed: {result.reason}", upto, ())
+            detail = f"\n{result.detail.strip()}" if result.detail.strip() else ""
+            return self._disagreement(f"error:{where}", f"the implementation failed: {result.reason}{detail}", upto, ())
         if result.outcome in ("passed", "failed"):
             for pid, c in result.safety.items():
                 self.stats.exercised[pid] += int(c.get("exercised", c["checked"]))
@@ -724,9 +727,14 @@ def fuzz_all(
     found: dict[str, Disagreement] = {}
     broken: dict[str, InvariantFinding] = {}
     shrunk: Counter[str] = Counter()
+    interrupted = False
     try:
         for n in range(examples):
-            failure = random_run(judge, rng, steps, weights)
+            try:
+                failure = random_run(judge, rng, steps, weights)
+            except KeyboardInterrupt:  # Ctrl-C: keep what the finished runs found
+                interrupted = True
+                break
             if on_run is not None:
                 on_run(n + 1)
             run = judge.trace
@@ -738,14 +746,25 @@ def fuzz_all(
                         broken[invariant] = finding
             if failure is None or shrunk[failure.signature] >= witnesses:
                 continue
+            if failure.signature.startswith("error:"):  # it crashed or hung: report it as it happened
+                shrunk[failure.signature] += 1
+                found.setdefault(failure.signature, failure)
+                continue
             again = judge.replay(failure.trace.config, list(failure.trace.sent))  # type: ignore[arg-type]
             if again is None or again.signature != failure.signature:
                 raise AdapterError(
                     "the implementation is not deterministic on replay: a failing run "
-                    f"({failure.signature}) did not fail the same way when replayed"
+                    f"({failure.signature}) did not fail the same way when replayed",
+                    failure.reason,
                 )
             shrunk[failure.signature] += 1
-            small = shrink(judge, failure)
+            try:
+                small = shrink(judge, failure)
+            except KeyboardInterrupt:
+                interrupted, small = True, failure
+            if interrupted:
+                found.setdefault(failure.signature, small)
+                break
             if failure.signature not in found or _size(small) < _size(found[failure.signature]):
                 found[failure.signature] = small
             if stop_at_first and shrunk[failure.signature] >= witnesses:
@@ -753,7 +772,7 @@ def fuzz_all(
     finally:
         adapter.close()
     stats.seconds = time.perf_counter() - started
-    return FuzzReport(list(found.values()), stats, seed, list(broken.values()))
+    return FuzzReport(list(found.values()), stats, seed, list(broken.values()), interrupted)
 
 
 def _size(failure: Disagreement) -> tuple[int, int]:

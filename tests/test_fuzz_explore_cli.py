@@ -1,0 +1,108 @@
+"""fuzz and explore from the user's side: machine-readable results (--json), an adapter
+that crashes mid-run reported with its stderr, and Ctrl-C keeping what finished."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import reference_impl
+from conformance.cli import main
+from conformance.in_process import FunctionAdapter, ReferenceAdapter, StepRefused
+from conformance.stateful import fuzz_all
+from reference_impl import Generation
+
+BROKEN = Path(__file__).parent / "fakes" / "broken_adapter.py"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_fuzz_json_states_the_verdict_and_the_failures(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, _ = _run(
+        capsys,
+        "fuzz",
+        "--impl",
+        "shape-hw-decrease",
+        "--level",
+        "safety",
+        "--examples",
+        100,
+        "--seed",
+        1,
+        "--json",
+        "--witness",
+        tmp_path / "w.yaml",
+    )
+    doc = json.loads(out)
+    assert code == 1 and doc["kconform_fuzz"] == 1 and doc["verdict"] == "failed"
+    assert doc["failures"] and doc["failures"][0]["signature"].startswith("safety:SAFE-")
+    assert Path(doc["failures"][0]["witness"]).is_file()
+    assert doc["runs"] == 100 and doc["exercised"]["steps"]
+    code, out, _ = _run(
+        capsys, "fuzz", "--impl", "reference", "--examples", 10, "--seed", 1, "--json", "--witness", tmp_path / "r.yaml"
+    )
+    assert code == 0 and json.loads(out)["verdict"] == "met"
+
+
+def test_explore_json_per_generation(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, _ = _run(
+        capsys,
+        "explore",
+        "--impl",
+        "shape-round-only",
+        "--level",
+        "settled",
+        "--depth",
+        3,
+        "--generation",
+        "leader-epoch",
+        "--json",
+        "--out",
+        tmp_path,
+    )
+    doc = json.loads(out)
+    assert code == 0 and doc["kconform_explore"] == 1
+    (gen,) = doc["generations"]
+    assert gen["generation"] == "leader-epoch" and gen["paths_replayed"] > 0 and gen["disagreement"] is None
+    assert gen["safety"].startswith("safety established")
+
+
+def test_a_crash_mid_run_is_reported_with_its_stderr(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    impl = f"exec:{sys.executable} {BROKEN} crash-on-third-step"
+    code, out, err = _run(
+        capsys, "fuzz", "--impl", impl, "--examples", 3, "--seed", 1, "--no-progress", "--witness", tmp_path / "w.yaml"
+    )
+    assert code == 1
+    assert "the implementation failed" in out and "crashing on purpose at step 3" in out
+    assert "not deterministic" not in out + err and "cannot start" not in out + err
+
+
+def test_ctrl_c_keeps_the_runs_that_finished() -> None:
+    calls = {"n": 0}
+
+    def apply(state: Any, step: dict[str, Any]) -> Any:
+        calls["n"] += 1
+        if calls["n"] > 200:  # the user presses Ctrl-C during a later run
+            raise KeyboardInterrupt
+        try:
+            return reference_impl.apply(state, reference_impl.step_from_dict(step))
+        except reference_impl.StepRejected as exc:
+            raise StepRefused(exc.reason, exc.rule) from None
+
+    adapter = FunctionAdapter(
+        dataclasses.replace(ReferenceAdapter().describe(), name="interrupted", initial_state=False),
+        init=lambda config: reference_impl.initial_state(reference_impl.config_from_dict(config)),
+        apply=apply,
+        observe=reference_impl.observe,
+    )
+    report = fuzz_all(adapter, Generation.LEADER_EPOCH, examples=100, steps=10, seed=1)
+    assert report.interrupted and 0 < report.exercised.runs < 100
