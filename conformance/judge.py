@@ -122,7 +122,10 @@ class Watch:
         is errored) when there is none or it does not fit the schema. ``where`` names the
         step for the message."""
         if raw is None:
-            raise CannotAnswer(f"{where}: no observation")
+            raise CannotAnswer(
+                f"{where}: no observation: the step was accepted (no rejection) but the answer carried no "
+                "'observation' (spec/adapter-protocol.md, step)"
+            )
         problem = self.shape(raw)
         if problem is not None:
             raise CannotAnswer(
