@@ -106,3 +106,23 @@ def test_ctrl_c_keeps_the_runs_that_finished() -> None:
     )
     report = fuzz_all(adapter, Generation.LEADER_EPOCH, examples=100, steps=10, seed=1)
     assert report.interrupted and 0 < report.exercised.runs < 100
+
+
+def test_explore_ctrl_c_shows_the_generations_that_finished(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import conformance.explore as explore_module
+
+    real = explore_module.explore
+    calls = {"n": 0}
+
+    def interrupted_second(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(explore_module, "explore", interrupted_second)
+    code, out, _ = _run(capsys, "explore", "--depth", 2, "--out", tmp_path, "--no-progress")
+    assert code == 130
+    assert "hw-truncation" in out and "INTERRUPTED (Ctrl-C): 1 generation(s) finished" in out
