@@ -150,9 +150,7 @@ def test_run_replay_fuzz_and_explore_agree(
         by_path["fuzz"][record["id"]] = _verdict(found is None, found.step if found else None)
         exploration = Exploration(config=config, depth_limit=len(steps))
         disagreement = explore_one(adapter, description, config, tuple(steps), level, exploration)
-        by_path["explore"][record["id"]] = _verdict(
-            disagreement is None, disagreement.step if disagreement else None
-        )
+        by_path["explore"][record["id"]] = _verdict(disagreement is None, disagreement.step if disagreement else None)
     split = plan_splits([lines], split_lines=1000)[0]
     out = tmp_path / "traces"
     task = ReplayTask(split, 0, (impl,), 5.0, str(out), sys_path=import_roots(), level=level, check_progress=True)
