@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .schemas import schema
+from .schemas import json_type, schema
 
 Problem = tuple[list[str], str]
 """Where (path segments, innermost first) and what."""
@@ -37,20 +37,6 @@ IGNORED = frozenset({"description", "title", "$comment", "examples", "default"})
 class SchemaNotCompilable(ValueError):
     """The schema uses a keyword (or form) this compiler does not know; extend the compiler
     (and its agreement test) rather than checking less than jsonschema does."""
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if value is True or value is False:
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object" if isinstance(value, dict) else type(value).__name__
 
 
 def _shown(value: Any) -> str:
@@ -95,7 +81,7 @@ def _equal(a: Any, b: Any) -> bool:
         return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
-    return bool(a == b) and (_json_type(a) == _json_type(b) or {_json_type(a), _json_type(b)} <= {"number"})
+    return bool(a == b) and (json_type(a) == json_type(b) or {json_type(a), json_type(b)} <= {"number"})
 
 
 class _Compiler:
@@ -170,7 +156,7 @@ class _Compiler:
             for test in tests:
                 if test(value):
                     return None
-            return [], f"expected {expected}, got {_json_type(value)} {_shown(value)}"
+            return [], f"expected {expected}, got {json_type(value)} {_shown(value)}"
 
         return check
 

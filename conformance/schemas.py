@@ -139,14 +139,15 @@ def _describe(error: Any) -> str:
     if error.validator == "type":
         expected = error.validator_value
         expected = " or ".join(expected) if isinstance(expected, list) else expected
-        got = _json_type(error.instance)
+        got = json_type(error.instance)
         shown = repr(error.instance)
         return f"{path}: must be {expected}, got {got}" + (f" {shown}" if len(shown) <= 40 else "")
     message = str(error.message)
     return f"{path}: {message if len(message) <= 160 else message[:157] + '...'}"
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
+    """The JSON Schema type name of a decoded JSON value (for messages and type checks)."""
     if value is None:
         return "null"
     if isinstance(value, bool):

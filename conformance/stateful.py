@@ -26,7 +26,6 @@ the runs count what they exercised (steps per kind, rules fired by the reference
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import json
 import random
 import re
@@ -238,9 +237,6 @@ class Judge:
 
     def honours(self, step: Step) -> bool:
         return unsupported_step_field(step, self.description) is None
-
-    def known(self, path: str) -> bool:
-        return any(fnmatch.fnmatchcase(path, pattern) for pattern in self.ignored)
 
     def start(self, config: Config) -> None:
         self.state = initial_state(config)
