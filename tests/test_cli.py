@@ -359,3 +359,19 @@ def test_help_documents_every_argument_exit_codes_and_defaults() -> None:
             assert action.help, f"kconform {name} {action.dest}: no help text"
             if action.default not in (None, False, [], argparse.SUPPRESS) and action.option_strings:
                 assert "default" in action.help, f"kconform {name} {action.dest}: default not stated"
+
+
+def test_known_differences_are_ignored_and_counted(capsys: pytest.CaptureFixture[str], results_dir: Path) -> None:
+    """An expectations file's known_differences (field or property globs) decide nothing,
+    and the summary says how many failures they hid."""
+    args = ["run", "--impl", WRONG_HW, "--id", "seed-01-*", "--no-progress"]
+    code, out, _ = run(capsys, *args, "--results", str(results_dir / "plain.json"))
+    assert code == 1
+    known = results_dir / "known.yaml"
+    known.write_text("known_differences:\n  'replicas.*.hw': reports HW+1\n  'SAFE-*': the same defect\n")
+    code, out, _ = run(capsys, *args, "--expectations", str(known), "--results", str(results_dir / "k.json"))
+    records = json.loads((results_dir / "k.json").read_text())["results"]
+    marked = [f for r in records for f in r["failures"] if "known" in f]
+    assert marked and all(f["known"] in ("reports HW+1", "the same defect") for f in marked)
+    assert "ignored as known differences" in out
+    assert code == 0, "every difference of this defect is a known one"

@@ -100,6 +100,11 @@ def summary(doc: dict[str, Any]) -> Table:
     level = (doc["run"].get("selection") or {}).get("level")
     if level:
         note += f"; outcomes judged at level {level}"
+    ignored = Counter(r["implementation"] for r in doc["results"] for f in r.get("failures") or () if "known" in f)
+    if ignored:
+        note += "; ignored as known differences (expectations): " + ", ".join(
+            f"{impl} {n}" for impl, n in sorted(ignored.items())
+        )
     if unmet:
         note += "\n" + "\n".join(unmet) + "\n(table 'Safety properties': what each property was checked on)"
     headers = ["implementation", *groups, "total", "unexpected", "level met", "expectations checked"]
