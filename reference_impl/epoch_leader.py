@@ -50,7 +50,9 @@ def answer_epoch_query(d: Draft, replica_id: str, requested_epoch: int, current_
     as a leader answers a follower: KIP-320 fencing when the query carries a current
     leader epoch, then ``NOT_LEADER_OR_FOLLOWER`` unless it leads, else
     ``end_offset_for`` (EPOCH-CACHE-3). Source: ``ReplicaManager.lastOffsetForLeaderEpoch``
-    / ``Partition.lastOffsetForLeaderEpoch`` (fetchOnlyFromLeader = true)."""
+    / ``Partition.lastOffsetForLeaderEpoch`` (fetchOnlyFromLeader = true). EPOCH-QUERY-3:
+    -1 is Kafka's undefined epoch on the wire: as ``current_leader_epoch`` it means none
+    (``RequestUtils.getLeaderEpoch``), as ``epoch`` it gets ``(-1, -1)`` and no error."""
     if not d.profile.keeps_epoch_cache:
         raise StepRejected(
             "EPOCH-QUERY-PRE-1",
@@ -60,7 +62,13 @@ def answer_epoch_query(d: Draft, replica_id: str, requested_epoch: int, current_
     replica = d.replicas[d.position[replica_id]]
     if not replica.online:
         raise StepRejected("EPOCH-QUERY-PRE-1", f"epoch_query: replica {replica_id} is offline")
+    if current_epoch == epoch_cache.UNDEFINED_EPOCH:  # EPOCH-QUERY-3: -1 is "no current epoch", no fencing
+        current_epoch = None
+        d.fired.append("EPOCH-QUERY-3")
     error = fencing_error(replica, current_epoch if current_epoch is not None else 0, current_epoch is not None)
+    if error is None and requested_epoch == epoch_cache.UNDEFINED_EPOCH:
+        # EPOCH-QUERY-3: the undefined epoch is answered (-1, -1) without an error, whatever the cache
+        d.fired.append("EPOCH-QUERY-3")
     if error is not None:
         epoch, end = epoch_cache.UNDEFINED_EPOCH, epoch_cache.UNDEFINED_OFFSET
         d.fired.append("EPOCH-QUERY-1")

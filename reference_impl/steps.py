@@ -280,7 +280,10 @@ def step_from_dict(data: Mapping[str, Any]) -> Step:
                 if not isinstance(value, list | tuple):
                     raise StepFormatError("notify", f"{kind}: must be a list of replica ids")
                 value = tuple(_check_str(kind, "notify", item) for item in value)
-        elif f.name in ("ms", "offset", "unflushed_from", "max_wait_ms", "epoch", "current_leader_epoch"):
+        elif f.name in ("epoch", "current_leader_epoch"):
+            if isinstance(value, bool) or not isinstance(value, int) or value < -1:
+                raise StepFormatError(f.name, f"{kind}: must be an integer >= -1 (-1: undefined), got {value!r}")
+        elif f.name in ("ms", "offset", "unflushed_from", "max_wait_ms"):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise StepFormatError(f.name, f"{kind}: must be a non-negative integer, got {value!r}")
         elif f.name == "max_records":
