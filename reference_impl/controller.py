@@ -63,7 +63,8 @@ def _offline_election(d: Draft, prefer: str | None = None) -> bool:
     None, Kafka's own choice, everywhere in ``apply``); ignored if it is not eligible."""
     ctrl = d.controller
     replicas = d.config.replicas
-    online = [r.id for r in d.replicas if r.online]
+    # CTRL-SHUTDOWN-1: a live broker in controlled shutdown (in ``down``) is no acceptable leader
+    online = [r.id for r in d.replicas if r.online and r.id not in ctrl.down]
     live_isr = [r for r in ctrl.isr if r in online]
     if live_isr:
         # CTRL-ELECT-1: first live ISR member in replica order; ISR = live ISR.
@@ -192,6 +193,52 @@ def elect(d: Draft, step: Elect, prefer: str | None = None) -> None:
     d.controller = evolve(ctrl, leader=step.leader, epoch=ctrl.epoch + 1, partition_epoch=ctrl.partition_epoch + 1)
     d.fired.extend(("CTRL-ELECT-4", "CTRL-ELECT-5"))
     _send_leader_and_isr(d, ctrl, step.notify, online)
+
+
+def controlled_shutdown(d: Draft, replica_id: str) -> None:
+    """CTRL-SHUTDOWN-1 (KRaft): a follower's broker asks for a controlled shutdown; the
+    controller marks it shutting down, which makes it ineligible for the ISR and for
+    leadership as a fenced broker is (kept in ``down``, cleared by its next registration,
+    RESTART-1), and removes it from the ISR with one partition change that keeps the leader
+    epoch (partition epoch + 1; the last member stays, CTRL-FAIL-2). The leader takes the
+    new ISR from metadata and retries its HW (CTRL-FAIL-3). Source:
+    ``ReplicationControlManager.handleBrokerInControlledShutdown`` →
+    ``generateLeaderAndIsrUpdates`` → ``PartitionChangeBuilder`` (no leader-epoch bump for an
+    ISR shrink, MV 3.6-IV0+, KAFKA-15021); ``ineligibleReplicasForIsr`` ("shutting down")."""
+    replica = d.replicas[d.position[replica_id]]
+    ctrl = d.controller
+    if d.profile.isr_removal_bumps_leader_epoch:
+        raise StepRejected(
+            "CTRL-SHUTDOWN-PRE-1",
+            f"controlled_shutdown: a KRaft controller's path (diverging-epoch); this partition runs "
+            f"{d.config.generation.value}, whose ZooKeeper controller bumps the leader epoch (CTRL-FAIL-1)",
+        )
+    if not replica.online:
+        raise StepRejected("CTRL-SHUTDOWN-PRE-1", f"controlled_shutdown: replica {replica_id} is offline")
+    if replica_id in ctrl.down:
+        raise StepRejected("CTRL-SHUTDOWN-PRE-1", f"controlled_shutdown: replica {replica_id} is already shutting down")
+    if ctrl.leader == replica_id:
+        raise StepRejected(
+            "CTRL-SHUTDOWN-PRE-1",
+            f"controlled_shutdown: {replica_id} leads; move the leadership first (elect leader=...), "
+            "as a controlled shutdown of a leader elects another",
+        )
+    down = tuple([r for r in d.config.replicas if r in ctrl.down or r == replica_id])
+    new_isr = tuple([r for r in ctrl.isr if r != replica_id])
+    if replica_id not in ctrl.isr:
+        d.controller = evolve(ctrl, down=down)  # only the broker's registration changes
+        d.fired.append("CTRL-SHUTDOWN-1")
+        return
+    if not new_isr:  # CTRL-FAIL-2: KRaft writes no empty ISR (without ELR)
+        d.controller = evolve(ctrl, down=down)
+        d.fired.extend(("CTRL-SHUTDOWN-1", "CTRL-FAIL-2"))
+        return
+    d.controller = evolve(ctrl, down=down, isr=new_isr, partition_epoch=ctrl.partition_epoch + 1)
+    d.fired.append("CTRL-SHUTDOWN-1")
+    if ctrl.leader is not None:
+        # CTRL-FAIL-3: the leader applies the ISR change (metadata, no new epoch) and retries its HW
+        d.fired.append("CTRL-FAIL-3")
+        maybe_increment_hw(d, ctrl.leader)
 
 
 def deliver_alter_partition(d: Draft, replica_id: str) -> None:

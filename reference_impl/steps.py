@@ -126,6 +126,16 @@ class DeliverAlterPartition:
 
 
 @dataclass(frozen=True)
+class ControlledShutdown:
+    """Broker ``replica``, a follower, asks the KRaft controller for a controlled shutdown;
+    the controller removes it from the ISR at the same leader epoch (CTRL-SHUTDOWN-1). The
+    broker keeps running until a ``crash`` stops it."""
+
+    kind: ClassVar[str] = "controlled_shutdown"
+    replica: str
+
+
+@dataclass(frozen=True)
 class Crash:
     """Broker ``replica`` dies: memory and its messages are lost, log and checkpoints stay.
 
@@ -193,6 +203,7 @@ Step = (
     | Tick
     | IsrExpiration
     | DeliverAlterPartition
+    | ControlledShutdown
     | Crash
     | Restart
     | Elect
@@ -214,6 +225,7 @@ STEP_TYPES: dict[str, type] = {
         Tick,
         IsrExpiration,
         DeliverAlterPartition,
+        ControlledShutdown,
         Crash,
         Restart,
         Elect,
