@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,15 @@ from reference_impl import (
 from reference_impl.given import normalise
 
 from . import validated
+from .fixture_format import (
+    CURRENT_FORMAT,
+    HISTORY,
+    OLDEST_FORMAT,
+    MigrationError,
+    ambiguous_under_current,
+    migrate_from_1,
+    needs_proposal_check,
+)
 from .schemas import fixture_fast_path, schema, validator
 
 if TYPE_CHECKING:
@@ -259,6 +268,9 @@ def load_fixture_file(path: Path) -> list[Fixture]:
     dupes: list[tuple[PathKey, int]] = []
     line_map(node, (), lines, dupes)
     problems = [Problem(file, line, field_path(p), "duplicate key (YAML keeps only the last)") for p, line in dupes]
+    newer = _newer_format(doc, lines, file)
+    if newer is not None:  # written for a kconform that knows more: its fields cannot be judged here
+        raise FixtureError([newer])
     if not validated.fits(text):  # the schema's verdict on this very text, from an earlier run
         schema_problems = _schema_problems(doc, lines, file)
         if not schema_problems:
@@ -269,6 +281,69 @@ def load_fixture_file(path: Path) -> list[Fixture]:
     if not isinstance(doc, dict):  # the schema reports this too; kept for the type checker
         raise FixtureError([Problem(file, 1, "(document)", "a fixture file must be a mapping")])
     return _build(doc, lines, path)
+
+
+def _newer_format(doc: Any, lines: Mapping[PathKey, int], file: str) -> Problem | None:
+    """The problem of a fixture whose ``format:`` is newer than this loader reads."""
+    version = doc.get("format") if isinstance(doc, dict) else None
+    if isinstance(version, int) and not isinstance(version, bool) and version > CURRENT_FORMAT:
+        return Problem(
+            file,
+            line_for(lines, ("format",)),
+            "format",
+            f"format {version} is newer than this kconform reads (formats {OLDEST_FORMAT} to {CURRENT_FORMAT}): "
+            "upgrade kconform to run this fixture",
+        )
+    return None
+
+
+def _deep_merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``extra``'s fields added, mappings merged key by key (the way ``expect``
+    is compared); the caller has checked that no field is in both (``_overlaps``)."""
+    out = dict(base)
+    for key, value in extra.items():
+        if key in out and isinstance(out[key], dict) and isinstance(value, dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _overlaps(base: Any, extra: Any, path: PathKey = ()) -> Iterator[PathKey]:
+    """The paths of ``extra`` that ``base`` states too (a value, or a list, in both)."""
+    if not isinstance(base, dict) or not isinstance(extra, dict):
+        yield path
+        return
+    for key, value in extra.items():
+        if key in base:
+            yield from _overlaps(base[key], value, (*path, key))
+
+
+def _generation_problems(
+    raw_steps: list[Any], generations: list[str], lines: Mapping[PathKey, int], file: str
+) -> list[Problem]:
+    """``only`` and ``expect_under`` name generations the fixture runs under, a step's
+    ``expect_under`` only those it runs under, and no field is stated twice."""
+    problems: list[Problem] = []
+    listed = f"(this fixture runs under {', '.join(generations)})"
+    for i, raw in enumerate(raw_steps):
+        only = raw.get("only")
+        for j, gen in enumerate(only or ()):
+            if gen not in generations:
+                key: PathKey = ("steps", i, "only", j)
+                problems.append(Problem(file, line_for(lines, key), field_path(key), f"{gen} is not run {listed}"))
+        for gen, extra in (raw.get("expect_under") or {}).items():
+            key = ("steps", i, "expect_under", gen)
+            if gen not in generations:
+                problems.append(Problem(file, line_for(lines, key), field_path(key), f"{gen} is not run {listed}"))
+            elif only is not None and gen not in only:
+                message = f"the step does not run under {gen} (only: {', '.join(only)})"
+                problems.append(Problem(file, line_for(lines, key), field_path(key), message))
+            for twice in _overlaps(raw.get("expect") or {}, extra):
+                where = (*key, *twice)
+                message = "also stated in expect: state a field in expect (every generation) or here, not both"
+                problems.append(Problem(file, line_for(lines, where), field_path(where), message))
+    return problems
 
 
 def _build(doc: dict[str, Any], lines: Mapping[PathKey, int], path: Path) -> list[Fixture]:
@@ -305,7 +380,9 @@ def _build(doc: dict[str, Any], lines: Mapping[PathKey, int], path: Path) -> lis
                 under = f" (under {gen})" if len(generations) > 1 else ""
                 problems.append(Problem(file, line_for(lines, key), field_path(key), exc.message + under))
                 break
+    problems += _generation_problems(doc["steps"], list(generations), lines, file)
     steps: list[FixtureStep] = []
+    entries: list[Mapping[str, Any]] = []  # the file's step entry behind each of ``steps``
     for i, raw in enumerate(doc["steps"]):
         try:
             step = step_from_dict(raw["do"])
@@ -337,6 +414,27 @@ def _build(doc: dict[str, Any], lines: Mapping[PathKey, int], path: Path) -> lis
                 logs_match=tuple(raw.get("logs_match") or ()),
             )
         )
+        entries.append(raw)
+    if problems:
+        raise FixtureError(problems)
+    version = doc.get("format", CURRENT_FORMAT)
+    cases = {gen: _case_steps(steps, entries, gen) for gen in generations}
+    for gen, case in cases.items():
+        if not case:
+            problems.append(Problem(file, line_for(lines, ("steps",)), "steps", f"no step runs under {gen} (only:)"))
+            continue
+        if not needs_proposal_check(Generation(gen)):
+            continue
+        start = initial_state(configs[gen], initials[gen])
+        if version == 1:
+            try:
+                cases[gen] = migrate_from_1(case, start)
+            except MigrationError as exc:
+                problems.append(Problem(file, case[exc.index].line, "format", exc.message))
+        elif "format" not in doc and not any(fs.step.kind == "deliver_alter_partition" for fs in case):
+            at = ambiguous_under_current(case, start)
+            if at is not None:
+                problems.append(Problem(file, line_for(lines, ("id",)), "format", _ambiguous(case[at])))
     if problems:
         raise FixtureError(problems)
     multi = len(generations) > 1
@@ -351,13 +449,39 @@ def _build(doc: dict[str, Any], lines: Mapping[PathKey, int], path: Path) -> lis
             rules=tuple(doc.get("rules") or ()),
             generation=Generation(gen),
             config=configs[gen],
-            steps=tuple(steps),
+            steps=tuple(cases[gen]),
             path=file,
             group=path.parent.name,
             initial=initials[gen],
         )
         for gen in generations
     ]
+
+
+def _case_steps(steps: list[FixtureStep], entries: list[Mapping[str, Any]], gen: str) -> list[FixtureStep]:
+    """The steps one generation runs: those whose ``only`` admits it, each with its
+    ``expect_under`` for that generation merged into ``expect``, numbered within the case
+    (reports count a case's own steps; each keeps its line in the file)."""
+    out: list[FixtureStep] = []
+    for fs, raw in zip(steps, entries, strict=True):
+        only = raw.get("only")
+        if only is not None and gen not in only:
+            continue
+        extra = (raw.get("expect_under") or {}).get(gen)
+        expect = fs.expect if extra is None else _deep_merge(fs.expect or {}, extra)
+        if len(out) != fs.index or expect is not fs.expect:
+            fs = replace(fs, index=len(out), expect=expect)
+        out.append(fs)
+    return out
+
+
+def _ambiguous(fs: FixtureStep) -> str:
+    return (
+        f"under diverging-epoch the leader proposes an ISR change at step {fs.number} (line {fs.line}, "
+        f"{fs.step.kind}) that no step delivers. Until format 2 ({HISTORY[2].split(';')[0]}) such a change was "
+        "committed at once. Say which this fixture means: format: 1 (kconform inserts the deliver_alter_partition "
+        "steps) or format: 2 (the proposal stays in flight)"
+    )
 
 
 def _field_keys(dotted: str) -> PathKey:
@@ -383,13 +507,15 @@ def _replica_names(i: int, raw: Mapping[str, Any]) -> Iterator[tuple[PathKey, st
             yield ("steps", i, "do", name_field), do[name_field]
     for j, name in enumerate(do.get("notify") or ()):
         yield ("steps", i, "do", "notify", j), name
-    expect = raw.get("expect") or {}
-    for j, name in enumerate(expect.get("isr") or ()):
-        yield ("steps", i, "expect", "isr", j), name
-    for name, fields_ in (expect.get("replicas") or {}).items():
-        yield ("steps", i, "expect", "replicas", name), name
-        for other in fields_.get("remote_leo") or {}:
-            yield ("steps", i, "expect", "replicas", name, "remote_leo", other), other
+    stated: list[tuple[PathKey, Mapping[str, Any]]] = [(("steps", i, "expect"), raw.get("expect") or {})]
+    stated += [(("steps", i, "expect_under", gen), e) for gen, e in (raw.get("expect_under") or {}).items()]
+    for at, expect in stated:
+        for j, name in enumerate(expect.get("isr") or ()):
+            yield (*at, "isr", j), name
+        for name, fields_ in (expect.get("replicas") or {}).items():
+            yield (*at, "replicas", name), name
+            for other in fields_.get("remote_leo") or {}:
+                yield (*at, "replicas", name, "remote_leo", other), other
 
 
 def _as_paths(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[Path]:
