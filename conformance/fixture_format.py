@@ -15,11 +15,13 @@ file was written for; the loader migrates an older format or says what changed
 Migrating 1 to 2 runs the reference along the ``diverging-epoch`` case and, after each step
 that leaves a new proposal in flight, inserts the ``deliver_alter_partition`` that commits
 it, moving the step's expectations after the delivery: the story is the old one again. A
-``tick`` whose later ISR checks would have found more to change in the same tick (now
-blocked by the proposal still in flight, ISR-ALTER-1) cannot be migrated step for step: the
-loader says so. A fixture without ``format:`` is read as format 2; but if it runs under
-``diverging-epoch``, never delivers a proposal and the leader makes one, it may have been
-written for format 1, and the loader asks which (``ambiguous_under_current``).
+``tick`` that proposes is cut at the leader's ISR checks, with a delivery after each check
+that proposes (each committed its change at once). Where a delivered change moves the HW in
+the very millisecond of a scheduled HW checkpoint, the order of the two differs from
+format 1 and the loader says so instead of migrating. A fixture without ``format:`` is read
+as format 2; but if it runs under ``diverging-epoch``, never delivers a proposal and the
+leader makes one, it may have been written for format 1, and the loader asks which
+(``ambiguous_under_current``).
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from reference_impl import Generation, State, StepRejected, apply
-from reference_impl.steps import DeliverAlterPartition, Tick
+from reference_impl import Generation, State, Step, StepRejected, apply
+from reference_impl.steps import DeliverAlterPartition, Tick, step_to_dict
 
 if TYPE_CHECKING:
     from .fixtures import FixtureStep
@@ -65,18 +67,61 @@ def _new_proposal(before: State, after: State) -> str | None:
     return None
 
 
-def _expiry_runs(state: State, leader: str, before_ms: int, after_ms: int) -> int:
-    """How many of ``leader``'s periodic ISR checks fall in ``(before_ms, after_ms]``
-    (every ``replica.lag.time.max.ms / 2`` from its broker's start, ISR-SHRINK-2)."""
+def _expiry_runs(state: State, leader: str, before_ms: int, after_ms: int) -> list[int]:
+    """The times of ``leader``'s periodic ISR checks in ``(before_ms, after_ms]`` (every
+    ``replica.lag.time.max.ms / 2`` from its broker's start, ISR-SHRINK-2)."""
     period = max(1, state.config.replica_lag_time_max_ms // 2)
     started = state.replica(leader).started_ms
-    first = started + period * max(1, -(-(before_ms + 1 - started) // period))
-    return 0 if first > after_ms else 1 + (after_ms - first) // period
+    k = max(1, -(-(before_ms + 1 - started) // period))
+    return list(range(started + k * period, after_ms + 1, period))
+
+
+def _deliver(state: State, leader: str, at: int) -> tuple[State, Step]:
+    """Commit ``leader``'s proposal now, as format 1 did within the step that made it."""
+    deliver = DeliverAlterPartition(replica=leader)
+    after = apply(state, deliver)
+    interval = state.config.replica_high_watermark_checkpoint_interval_ms
+    started = state.replica(leader).started_ms
+    moved = after.replica(leader).hw != state.replica(leader).hw
+    if interval > 0 and moved and state.clock_ms > started and (state.clock_ms - started) % interval == 0:
+        raise MigrationError(
+            at,
+            f"format 1: at {state.clock_ms} ms {leader}'s ISR check and its HW checkpoint ran in the same "
+            "millisecond; under format 1 the checkpoint wrote the HW the committed ISR change moved, now it "
+            "runs before the change is delivered. Rewrite the steps with deliver_alter_partition and set format: 2",
+        )
+    return after, deliver
+
+
+def _replay(before: State, step: Step, after: State, leader: str, at: int) -> tuple[list[Step], State]:
+    """The steps that give ``step`` its format 1 meaning: a tick is cut at each of the
+    leader's ISR checks, and every proposal is delivered at once."""
+    if not isinstance(step, Tick):
+        after, deliver = _deliver(after, leader, at)
+        return [step, deliver], after
+    out: list[Step] = []
+    state = before
+    end = before.clock_ms + step.ms
+    for t in _expiry_runs(before, leader, before.clock_ms, end):
+        part = Tick(ms=t - state.clock_ms)
+        moved = apply(state, part)
+        out.append(part)
+        proposer = _new_proposal(state, moved)
+        state = moved
+        if proposer is not None:
+            state, deliver = _deliver(state, proposer, at)
+            out.append(deliver)
+    if state.clock_ms < end:
+        out.append(Tick(ms=end - state.clock_ms))
+        state = apply(state, out[-1])
+    return out, state
 
 
 def migrate_from_1(fixture_steps: Sequence[FixtureStep], start: State) -> list[FixtureStep]:
-    """Format 1 to 2 for one ``diverging-epoch`` case: a ``deliver_alter_partition`` after
-    every step that makes a proposal, carrying that step's expectations.
+    """Format 1 to 2 for one ``diverging-epoch`` case: every ISR change the leader proposes
+    is delivered at once, as format 1 committed it, and the step's expectations move after
+    the delivery. A ``tick`` that makes a proposal is cut at the leader's ISR checks, a
+    delivery after each one that proposes (each check committed its change at once).
 
     Returns the new list, renumbered. Raises ``MigrationError`` where the old meaning
     cannot be reproduced step for step.
@@ -94,31 +139,29 @@ def migrate_from_1(fixture_steps: Sequence[FixtureStep], start: State) -> list[F
         if leader is None:
             out.append(replace(fs, index=len(out)))
             continue
-        if isinstance(fs.step, Tick) and _expiry_runs(before, leader, before.clock_ms, state.clock_ms) > 1:
-            raise MigrationError(
-                len(out),
-                f"format 1: this tick of {fs.step.ms} ms runs {leader}'s ISR check more than once; under format 1 "
-                "each run committed its change at once, now the first proposal blocks the later runs until it is "
-                "delivered (ISR-ALTER-1). Split the tick at the ISR checks, add deliver_alter_partition steps and "
-                "set format: 2",
+        steps, state = _replay(before, fs.step, state, leader, len(out))
+        for n, step in enumerate(steps):
+            last = n == len(steps) - 1
+            inserted = step.kind == "deliver_alter_partition" or (n > 0 and isinstance(fs.step, Tick))
+            out.append(
+                replace(
+                    fs,
+                    index=len(out),
+                    step=step,
+                    do=step_to_dict(step),
+                    expect=fs.expect if last else None,
+                    logs_match=fs.logs_match if last else (),
+                    why=_MIGRATED if inserted else fs.why,
+                    source=None if inserted else fs.source,
+                )
             )
-        out.append(replace(fs, index=len(out), expect=None, logs_match=()))
-        deliver = DeliverAlterPartition(replica=leader)
-        state = apply(state, deliver)
-        out.append(
-            replace(
-                fs,
-                index=len(out),
-                step=deliver,
-                do={"kind": "deliver_alter_partition", "replica": leader},
-                expect_rejected=None,
-                why=(
-                    "Inserted by the format 1 to 2 migration: the ISR change proposed by the step before "
-                    "was committed at once when this fixture was written."
-                ),
-            )
-        )
     return out
+
+
+_MIGRATED = (
+    "Inserted by the format 1 to 2 migration: when this fixture was written, an ISR change under "
+    "diverging-epoch was committed in the step that made it."
+)
 
 
 def ambiguous_under_current(fixture_steps: Sequence[FixtureStep], start: State) -> int | None:
