@@ -114,7 +114,13 @@ def _replay(before: State, step: Step, after: State, leader: str, at: int) -> tu
     if state.clock_ms < end:
         out.append(Tick(ms=end - state.clock_ms))
         state = apply(state, out[-1])
-    return out, state
+    merged: list[Step] = []  # ticks with no delivery between them are one tick
+    for part in out:
+        if isinstance(part, Tick) and merged and isinstance(merged[-1], Tick):
+            merged[-1] = Tick(ms=merged[-1].ms + part.ms)
+        else:
+            merged.append(part)
+    return merged, state
 
 
 def migrate_from_1(fixture_steps: Sequence[FixtureStep], start: State) -> list[FixtureStep]:
