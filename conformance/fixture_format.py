@@ -115,11 +115,11 @@ def _replay(before: State, step: Step, after: State, leader: str, at: int) -> tu
         out.append(Tick(ms=end - state.clock_ms))
         state = apply(state, out[-1])
     merged: list[Step] = []  # ticks with no delivery between them are one tick
-    for part in out:
-        if isinstance(part, Tick) and merged and isinstance(merged[-1], Tick):
-            merged[-1] = Tick(ms=merged[-1].ms + part.ms)
+    for piece in out:
+        if isinstance(piece, Tick) and merged and isinstance(merged[-1], Tick):
+            merged[-1] = Tick(ms=merged[-1].ms + piece.ms)
         else:
-            merged.append(part)
+            merged.append(piece)
     return merged, state
 
 
