@@ -189,6 +189,8 @@ def elect(d: Draft, step: Elect, prefer: str | None = None) -> None:
             f"elect: replica {step.leader} is not in the ISR {list(ctrl.isr)}; "
             "a controlled election picks an ISR member",
         )
+    if step.leader in ctrl.down:  # CTRL-SHUTDOWN-1: a broker in controlled shutdown is no acceptable leader
+        raise StepRejected("CTRL-ELECT-4", f"elect: replica {step.leader} is in controlled shutdown")
     # CTRL-ELECT-5: epoch + 1, and LeaderAndIsr to every live broker.
     d.controller = evolve(ctrl, leader=step.leader, epoch=ctrl.epoch + 1, partition_epoch=ctrl.partition_epoch + 1)
     d.fired.extend(("CTRL-ELECT-4", "CTRL-ELECT-5"))
