@@ -17,7 +17,6 @@ from .errors import StepRejected
 from .state import State
 from .steps import (
     Consume,
-    ControlledShutdown,
     Crash,
     DeliverAlterPartition,
     DeliverEpoch,
@@ -29,6 +28,7 @@ from .steps import (
     EpochRound,
     Fetch,
     FetchRound,
+    HeartbeatLapse,
     IsrExpiration,
     Produce,
     Restart,
@@ -65,7 +65,7 @@ ACTIONS: dict[type, Callable[[Draft, Any], None]] = {
     Tick: lambda d, step: clock.tick(d, step.ms),
     IsrExpiration: lambda d, step: isr.run_isr_expiration(d, step.replica),
     DeliverAlterPartition: lambda d, step: controller.deliver_alter_partition(d, step.replica),
-    ControlledShutdown: lambda d, step: controller.controlled_shutdown(d, step.replica),
+    HeartbeatLapse: lambda d, step: controller.heartbeat_lapse(d, step.replica),
     Crash: lambda d, step: broker.crash(d, step.replica, step.unflushed_from),
     Restart: lambda d, step: broker.restart(d, step.replica),
     Elect: controller.elect,

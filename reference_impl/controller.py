@@ -63,8 +63,7 @@ def _offline_election(d: Draft, prefer: str | None = None) -> bool:
     None, Kafka's own choice, everywhere in ``apply``); ignored if it is not eligible."""
     ctrl = d.controller
     replicas = d.config.replicas
-    # CTRL-SHUTDOWN-1: a live broker in controlled shutdown (in ``down``) is no acceptable leader
-    online = [r.id for r in d.replicas if r.online and r.id not in ctrl.down]
+    online = [r.id for r in d.replicas if r.online]
     live_isr = [r for r in ctrl.isr if r in online]
     if live_isr:
         # CTRL-ELECT-1: first live ISR member in replica order; ISR = live ISR.
@@ -189,58 +188,54 @@ def elect(d: Draft, step: Elect, prefer: str | None = None) -> None:
             f"elect: replica {step.leader} is not in the ISR {list(ctrl.isr)}; "
             "a controlled election picks an ISR member",
         )
-    if step.leader in ctrl.down:  # CTRL-SHUTDOWN-1: a broker in controlled shutdown is no acceptable leader
-        raise StepRejected("CTRL-ELECT-4", f"elect: replica {step.leader} is in controlled shutdown")
     # CTRL-ELECT-5: epoch + 1, and LeaderAndIsr to every live broker.
     d.controller = evolve(ctrl, leader=step.leader, epoch=ctrl.epoch + 1, partition_epoch=ctrl.partition_epoch + 1)
     d.fired.extend(("CTRL-ELECT-4", "CTRL-ELECT-5"))
     _send_leader_and_isr(d, ctrl, step.notify, online)
 
 
-def controlled_shutdown(d: Draft, replica_id: str) -> None:
-    """CTRL-SHUTDOWN-1 (KRaft): a follower's broker asks for a controlled shutdown; the
-    controller marks it shutting down, which makes it ineligible for the ISR and for
-    leadership as a fenced broker is (kept in ``down``, cleared by its next registration,
-    RESTART-1), and removes it from the ISR with one partition change that keeps the leader
-    epoch (partition epoch + 1; the last member stays, CTRL-FAIL-2). The leader takes the
-    new ISR from metadata and retries its HW (CTRL-FAIL-3). Source:
-    ``ReplicationControlManager.handleBrokerInControlledShutdown`` →
-    ``generateLeaderAndIsrUpdates`` → ``PartitionChangeBuilder`` (no leader-epoch bump for an
-    ISR shrink, MV 3.6-IV0+, KAFKA-15021); ``ineligibleReplicasForIsr`` ("shutting down")."""
+def heartbeat_lapse(d: Draft, replica_id: str) -> None:
+    """CTRL-FENCE-1 (KRaft): a live follower's broker is fenced (its heartbeats lapsed) and
+    unfenced at its next heartbeat. Fenced, it leaves the ISR with one partition change
+    that keeps the leader epoch (partition epoch + 1; the last member stays, CTRL-FAIL-2),
+    and the leader, taking the new ISR as metadata, retries its HW without counting it
+    (CTRL-FAIL-3; HW-LEADER-2: a fenced broker is not ISR-eligible). Unfenced, it is
+    eligible again and its fetches bring it back through AlterPartition. Source:
+    ``ReplicationControlManager.handleBrokerFenced`` / ``handleBrokerUnfenced`` →
+    ``generateLeaderAndIsrUpdates`` → ``PartitionChangeBuilder`` (no leader-epoch bump for
+    an ISR shrink, MV 3.6-IV0+, KAFKA-15021); ``Partition.isReplicaIsrEligible`` (KIP-841)."""
     replica = d.replicas[d.position[replica_id]]
     ctrl = d.controller
     if d.profile.isr_removal_bumps_leader_epoch:
         raise StepRejected(
-            "CTRL-SHUTDOWN-PRE-1",
-            f"controlled_shutdown: a KRaft controller's path (diverging-epoch); this partition runs "
-            f"{d.config.generation.value}, whose ZooKeeper controller bumps the leader epoch (CTRL-FAIL-1)",
+            "CTRL-FENCE-PRE-1",
+            f"heartbeat_lapse: broker heartbeats and fencing are the KRaft controller's (diverging-epoch); this "
+            f"partition runs {d.config.generation.value}, whose ZooKeeper controller bumps the leader epoch "
+            "when it removes a follower (CTRL-FAIL-1)",
         )
     if not replica.online:
-        raise StepRejected("CTRL-SHUTDOWN-PRE-1", f"controlled_shutdown: replica {replica_id} is offline")
-    if replica_id in ctrl.down:
-        raise StepRejected("CTRL-SHUTDOWN-PRE-1", f"controlled_shutdown: replica {replica_id} is already shutting down")
+        raise StepRejected("CTRL-FENCE-PRE-1", f"heartbeat_lapse: replica {replica_id} is offline")
     if ctrl.leader == replica_id:
         raise StepRejected(
-            "CTRL-SHUTDOWN-PRE-1",
-            f"controlled_shutdown: {replica_id} leads; move the leadership first (elect leader=...), "
-            "as a controlled shutdown of a leader elects another",
+            "CTRL-FENCE-PRE-1",
+            f"heartbeat_lapse: {replica_id} leads; fencing a live leader elects another while it still runs, "
+            "which is not modelled (write crash, then elect)",
         )
-    down = tuple([r for r in d.config.replicas if r in ctrl.down or r == replica_id])
+    d.fired.append("CTRL-FENCE-1")
     new_isr = tuple([r for r in ctrl.isr if r != replica_id])
     if replica_id not in ctrl.isr:
-        d.controller = evolve(ctrl, down=down)  # only the broker's registration changes
-        d.fired.append("CTRL-SHUTDOWN-1")
-        return
+        return  # only the broker's registration changes
     if not new_isr:  # CTRL-FAIL-2: KRaft writes no empty ISR (without ELR)
-        d.controller = evolve(ctrl, down=down)
-        d.fired.extend(("CTRL-SHUTDOWN-1", "CTRL-FAIL-2"))
+        d.fired.append("CTRL-FAIL-2")
         return
-    d.controller = evolve(ctrl, down=down, isr=new_isr, partition_epoch=ctrl.partition_epoch + 1)
-    d.fired.append("CTRL-SHUTDOWN-1")
+    fenced = tuple([r for r in d.config.replicas if r in ctrl.down or r == replica_id])
+    d.controller = evolve(ctrl, down=fenced, isr=new_isr, partition_epoch=ctrl.partition_epoch + 1)
     if ctrl.leader is not None:
-        # CTRL-FAIL-3: the leader applies the ISR change (metadata, no new epoch) and retries its HW
+        # CTRL-FAIL-3: the leader applies the ISR change (metadata, no new epoch) and retries
+        # its HW while the broker is fenced (HW-LEADER-2 does not count it)
         d.fired.append("CTRL-FAIL-3")
         maybe_increment_hw(d, ctrl.leader)
+    d.controller = evolve(d.controller, down=ctrl.down)  # unfenced at its next heartbeat
 
 
 def deliver_alter_partition(d: Draft, replica_id: str) -> None:

@@ -4,7 +4,7 @@
 ``enabled_steps`` keeps those whose preconditions hold, read straight from the spec's
 PRE rules (STEP-PRE-1, PRODUCE-PRE-1, FETCH-PRE-1, EPOCH-PRE-1, EPOCH-QUERY-PRE-1, the
 DELIVER-PRE rules, ISR-SHRINK-PRE-1, ISR-ALTER-PRE-1, CRASH-PRE-1, RESTART-PRE-1,
-CTRL-ELECT-PRE-1, CTRL-ELECT-4, CTRL-SHUTDOWN-PRE-1, LAI-PRE-1) without applying
+CTRL-ELECT-PRE-1, CTRL-ELECT-4, CTRL-FENCE-PRE-1, LAI-PRE-1) without applying
 anything. ``tests/test_enabled.py`` checks it against trying each candidate on the
 reference, on random states.
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 from .state import FOLLOWER, TRUNCATING, State
 from .steps import (
     Consume,
-    ControlledShutdown,
     Crash,
     DeliverAlterPartition,
     DeliverEpoch,
@@ -24,6 +23,7 @@ from .steps import (
     EpochQuery,
     EpochRequest,
     Fetch,
+    HeartbeatLapse,
     IsrExpiration,
     Produce,
     Restart,
@@ -56,7 +56,7 @@ def candidate_steps(state: State) -> list[Step]:
             EpochQuery(replica=name, epoch=state.controller.epoch),
             IsrExpiration(replica=name),
             DeliverAlterPartition(replica=name),
-            ControlledShutdown(replica=name),
+            HeartbeatLapse(replica=name),
         ]
     return steps
 
@@ -113,7 +113,7 @@ def enabled_steps(state: State) -> list[Step]:
             steps.append(Restart(replica=name))
         if name in lai_to:  # LAI-PRE-1
             steps.append(DeliverLeaderAndIsr(replica=name))
-        if replica.online and name in ctrl.isr and name not in ctrl.down:  # CTRL-ELECT-4
+        if replica.online and name in ctrl.isr:  # CTRL-ELECT-4
             steps.append(Elect(leader=name))
         if keeps_cache and replica.online:  # EPOCH-QUERY-PRE-1
             steps.append(EpochQuery(replica=name, epoch=ctrl.epoch))
@@ -121,6 +121,6 @@ def enabled_steps(state: State) -> list[Step]:
             steps.append(IsrExpiration(replica=name))
         if name in proposing:  # ISR-ALTER-PRE-1
             steps.append(DeliverAlterPartition(replica=name))
-        if kraft and replica.online and name not in ctrl.down and name != ctrl.leader:  # CTRL-SHUTDOWN-PRE-1
-            steps.append(ControlledShutdown(replica=name))
+        if kraft and replica.online and name != ctrl.leader:  # CTRL-FENCE-PRE-1
+            steps.append(HeartbeatLapse(replica=name))
     return steps

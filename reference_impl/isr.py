@@ -32,10 +32,6 @@ def maybe_expand_isr(d: Draft, leader_id: str, follower_id: str) -> None:
         if epoch_start is None or follower_leo < epoch_start:
             return
         rules.append("ISR-EXPAND-2")
-    if d.profile.isr_change_via_alter_partition and follower_id in d.controller.down:
-        # ISR-EXPAND-3 (KIP-841): a fenced or shutting-down broker is not ISR-eligible
-        d.fired.append("ISR-EXPAND-3")
-        return
     isr = d.controller.isr
     new_isr = tuple([r for r in d.config.replicas if r in isr or r == follower_id])
     d.fired.extend(rules)

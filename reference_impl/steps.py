@@ -126,12 +126,12 @@ class DeliverAlterPartition:
 
 
 @dataclass(frozen=True)
-class ControlledShutdown:
-    """Broker ``replica``, a follower, asks the KRaft controller for a controlled shutdown;
-    the controller removes it from the ISR at the same leader epoch (CTRL-SHUTDOWN-1). The
-    broker keeps running until a ``crash`` stops it."""
+class HeartbeatLapse:
+    """Broker ``replica``, a follower, misses its heartbeats to the KRaft controller long
+    enough to be fenced while it runs, then heartbeats again and is unfenced: it leaves
+    the ISR at the same leader epoch and may rejoin it (CTRL-FENCE-1)."""
 
-    kind: ClassVar[str] = "controlled_shutdown"
+    kind: ClassVar[str] = "heartbeat_lapse"
     replica: str
 
 
@@ -203,7 +203,7 @@ Step = (
     | Tick
     | IsrExpiration
     | DeliverAlterPartition
-    | ControlledShutdown
+    | HeartbeatLapse
     | Crash
     | Restart
     | Elect
@@ -225,7 +225,7 @@ STEP_TYPES: dict[str, type] = {
         Tick,
         IsrExpiration,
         DeliverAlterPartition,
-        ControlledShutdown,
+        HeartbeatLapse,
         Crash,
         Restart,
         Elect,

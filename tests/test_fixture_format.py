@@ -1,6 +1,6 @@
 """The fixture format: ``format:`` versions (a newer one refused, format 1 migrated, an
 unversioned fixture that may be format 1 asked about), steps that vary by generation
-(``only``, ``expect_under``), and the issue-20 step forms (``controlled_shutdown``,
+(``only``, ``expect_under``), and the issue-20 step forms (``heartbeat_lapse``,
 ``epoch_query`` for epoch -1)."""
 
 from __future__ import annotations
@@ -245,30 +245,52 @@ def test_epoch_query_takes_the_undefined_epoch() -> None:
         step_from_dict({"kind": "epoch_query", "replica": "A", "epoch": -2})
 
 
-def test_controlled_shutdown_is_kraft_only_and_of_a_live_follower() -> None:
-    shutdown = step_from_dict({"kind": "controlled_shutdown", "replica": "B"})
+def test_heartbeat_lapse_is_kraft_only_and_of_a_live_follower() -> None:
+    lapse = step_from_dict({"kind": "heartbeat_lapse", "replica": "B"})
     for gen in (Generation.LEADER_EPOCH, Generation.HW_TRUNCATION):
         with pytest.raises(StepRejected) as refused:
-            apply(initial_state(Config(replicas=("A", "B"), generation=gen)), shutdown)
-        assert refused.value.rule == "CTRL-SHUTDOWN-PRE-1" and "ZooKeeper" in refused.value.reason
+            apply(initial_state(Config(replicas=("A", "B"), generation=gen)), lapse)
+        assert refused.value.rule == "CTRL-FENCE-PRE-1" and "ZooKeeper" in refused.value.reason
     kraft = initial_state(Config(replicas=("A", "B", "C"), generation=Generation.DIVERGING_EPOCH))
     crashed = apply(kraft, step_from_dict({"kind": "crash", "replica": "B"}))
     with pytest.raises(StepRejected, match="offline"):
-        apply(crashed, shutdown)
-    after = apply(kraft, shutdown)
+        apply(crashed, lapse)
+    after = apply(kraft, lapse)
     assert (after.controller.isr, after.controller.epoch, after.controller.partition_epoch) == (("A", "C"), 0, 1)
-    assert after.leader_and_isr == ()
+    assert after.leader_and_isr == () and after.controller.down == ()  # unfenced again
+    again = apply(after, lapse)  # outside the ISR: only its registration changes
+    assert again.controller == after.controller and "CTRL-FENCE-1" in again.fired
 
 
-def test_no_election_picks_a_broker_in_controlled_shutdown() -> None:
-    """Unclean election on: B, live but shutting down, is no acceptable leader."""
-    config = Config(replicas=("A", "B"), generation=Generation.DIVERGING_EPOCH, unclean_leader_election=True)
-    crash, shutdown, elect = (
-        step_from_dict({"kind": "crash", "replica": "A"}),
-        step_from_dict({"kind": "controlled_shutdown", "replica": "B"}),
-        step_from_dict({"kind": "elect"}),
-    )
-    state = apply(apply(apply(initial_state(config), shutdown), crash), elect)
+def test_heartbeat_lapse_of_the_last_isr_member_keeps_it() -> None:
+    """KRaft writes no empty ISR (CTRL-FAIL-2): an offline partition keeps its last member."""
+    state = initial_state(Config(replicas=("A", "B"), generation=Generation.DIVERGING_EPOCH))
+    for do in (
+        {"kind": "crash", "replica": "B"},
+        {"kind": "elect"},
+        {"kind": "crash", "replica": "A"},
+        {"kind": "elect"},
+        {"kind": "restart", "replica": "A"},
+    ):
+        state = apply(state, step_from_dict(do))
     assert state.controller.leader is None and state.controller.isr == ("A",)
-    without = apply(apply(initial_state(config), crash), elect)  # B was in the ISR: elected cleanly
-    assert without.controller.leader == "B"
+    after = apply(state, step_from_dict({"kind": "heartbeat_lapse", "replica": "A"}))
+    assert after.controller == state.controller and {"CTRL-FENCE-1", "CTRL-FAIL-2"} <= set(after.fired)
+
+
+def test_a_proposal_in_flight_when_the_follower_is_fenced_is_refused() -> None:
+    """The partition change moves the partition epoch: the leader's AlterPartition carries
+    the older one and gets INVALID_UPDATE_VERSION (ISR-ALTER-4)."""
+    config = Config(replicas=("A", "B", "C"), generation=Generation.DIVERGING_EPOCH, replica_lag_time_max_ms=1000)
+    state = initial_state(config)
+    steps = (
+        {"kind": "produce", "values": ["m0"], "acks": 1},
+        {"kind": "fetch_round", "replica": "C", "max_wait_ms": 0},
+        {"kind": "fetch_round", "replica": "C", "max_wait_ms": 0},
+        {"kind": "tick", "ms": 1500},  # B never fetched: A proposes ISR [A, C]
+        {"kind": "heartbeat_lapse", "replica": "C"},
+        {"kind": "deliver_alter_partition", "replica": "A"},
+    )
+    for do in steps:
+        state = apply(state, step_from_dict(do))
+    assert "ISR-ALTER-4" in state.fired and state.controller.isr == ("A", "B")
