@@ -102,6 +102,8 @@ def _targets(kind: str, config: Config, obs: Mapping[str, Any] | None) -> list[s
         return [leader] if leader in up else up
     if kind == "crash":
         return up
+    if kind == "heartbeat_lapse":  # CTRL-FENCE-PRE-1: a live follower
+        return [r for r in up if r != leader]
     if kind == "restart":
         return _online(config, obs, False)
     return anyone
