@@ -160,7 +160,8 @@ def apply_delta(old: Mapping[str, Any], delta: Mapping[str, Any]) -> dict[str, A
         raise DeltaError(f"observation_delta: must be an object, got {type(delta).__name__}")
     unknown = set(delta) - DELTA_KEYS
     if unknown:
-        raise DeltaError(f"observation_delta: unknown key {sorted(unknown)[0]!r} (allowed: set, unset, merge, replicas)")
+        allowed = "set, unset, merge, replicas"
+        raise DeltaError(f"observation_delta: unknown key {sorted(unknown)[0]!r} (allowed: {allowed})")
     new = dict(old)
     set_ = _object(delta.get("set", {}), "set")
     unset = _names(delta.get("unset", []), "unset")
@@ -175,7 +176,8 @@ def apply_delta(old: Mapping[str, Any], delta: Mapping[str, Any]) -> dict[str, A
     for name, entries in merge.items():
         depth = MERGE_DEPTH.get(name)
         if depth is None:
-            raise DeltaError(f"merge.{name}: only {', '.join(MERGE_DEPTH)} are merged entry by entry; send {name} in set")
+            merged = ", ".join(MERGE_DEPTH)
+            raise DeltaError(f"merge.{name}: only {merged} are merged entry by entry; send {name} in set")
         new[name] = _merge(new.get(name), entries, depth, name)
     if replicas:
         before = new.get("replicas")
@@ -226,7 +228,9 @@ def _apply_log(rep: dict[str, Any], delta: dict[str, Any], where: str) -> list[A
         if not isinstance(to, int) or isinstance(to, bool):
             raise DeltaError(f"{where}.truncate_to: must be an integer offset, got {to!r}")
         if to > end:
-            raise DeltaError(f"{where}.truncate_to: {to} is above the log end {end} (log_start {start} + {len(old)} records)")
+            raise DeltaError(
+                f"{where}.truncate_to: {to} is above the log end {end} (log_start {start} + {len(old)} records)"
+            )
         if to < start:
             raise DeltaError(f"{where}.truncate_to: {to} is below the log start {start}")
         keep = to - start
@@ -267,5 +271,7 @@ def _disjoint(where: str, *groups: Any) -> None:
     for group in groups:
         for name in group:
             if name in seen:
-                raise DeltaError(f"{where}{name}: changed twice in one delta (in more than one of set, unset, merge, log)")
+                raise DeltaError(
+                    f"{where}{name}: changed twice in one delta (in more than one of set, unset, merge, log)"
+                )
             seen.add(name)

@@ -34,8 +34,6 @@ EXIT_GRACE_S = 5.0
 """How long a process that closed its output may take to exit before it is reported as
 still running (and killed). Its exit code and the end of its stderr are read only
 after it has exited, so a report never misses them."""
-_DELTA_PROTOCOLS = frozenset({4})
-"""Protocol versions with the ``observation_deltas`` option."""
 
 
 class StdioAdapter(Adapter):
@@ -236,7 +234,7 @@ class StdioAdapter(Adapter):
         opted = (impl.get("capabilities") or {}).get("observation_deltas") is True
         if opted and not self.offer_deltas:
             raise self._fail("hello reply declares observation_deltas, which kconform did not offer in its hello")
-        self.deltas = opted and reply.get("protocol") in _DELTA_PROTOCOLS
+        self.deltas = opted  # declaring the option (offered above) is the opt-in, whatever version it answered
         self._last_observation = None
 
     # --- Adapter ------------------------------------------------------------------------
@@ -273,12 +271,15 @@ class StdioAdapter(Adapter):
     def _rebuild(self, delta: Any, whole: Any) -> dict[str, Any]:
         """The whole observation an ``observation_delta`` reply describes."""
         if not self.deltas:
-            raise self._fail("step reply carries observation_delta, but the adapter did not opt into observation_deltas")
+            raise self._fail(
+                "step reply carries observation_delta, but the adapter did not opt into observation_deltas"
+            )
         if whole is not None:
             raise self._fail("step reply carries both 'observation' and 'observation_delta'")
         if self._last_observation is None:
             raise self._fail(
-                "step reply carries observation_delta, but the first observation after reset must be whole ('observation')"
+                "step reply carries observation_delta, but the first observation after reset must be whole "
+                "('observation')"
             )
         try:
             return apply_delta(self._last_observation, delta)
