@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tabulate import tabulate
-from workloads import COMMON_CONFIG, long_trace
+from workloads import COMMON_CONFIG, generated_traces, long_trace
 
 from conformance.adapter import Adapter
 from conformance.fixtures import Fixture, load_fixtures
@@ -35,6 +35,7 @@ from conformance.runner import run_fixtures
 from conformance.stdio import StdioAdapter
 from conformance.wire import wire_step
 from reference_impl import State, Step, StepRejected, apply, config_from_dict, initial_state, step_from_dict
+from reference_impl.given import normalise
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = [sys.executable, str(ROOT / "examples" / "stdio_reference_adapter.py")]
@@ -59,15 +60,15 @@ def fixture_run(fixture: Fixture) -> Run:
     )
 
 
-def trace_run(config: dict[str, Any], steps: list[dict[str, Any]]) -> Run:
-    """A ``workloads.py`` trace (plain steps from the initial state)."""
+def trace_run(config: dict[str, Any], steps: list[dict[str, Any]], initial: dict[str, Any] | None = None) -> Run:
+    """A ``workloads.py`` trace (plain steps from its config's initial state, or from ``initial``)."""
     parsed = config_from_dict(config)
-    return Run(
-        config,
-        None,
-        lambda: initial_state(parsed),
-        wire_steps(lambda: initial_state(parsed), [step_from_dict(s) for s in steps]),
-    )
+    full = normalise(parsed, initial) if initial is not None else None
+
+    def start() -> State:
+        return initial_state(parsed, full)
+
+    return Run(parsed.to_dict(), full, start, wire_steps(start, [step_from_dict(s) for s in steps]))
 
 
 def wire_steps(start: Callable[[], State], steps: list[Step]) -> list[tuple[Step, dict[str, Any]]]:
@@ -138,6 +139,12 @@ def measure(fn: Callable[[list[Run]], int], runs: list[Run], repeat: int) -> tup
     return statistics.median(walls), statistics.median(cpus), steps
 
 
+class Untrusted(ReferenceAdapter):
+    """The reference as any in-process implementation is judged: its observations shape-checked."""
+
+    trusted = False
+
+
 class Judged(Through):
     """Through the runner: ``run_fixtures`` (judge, schema check, safety monitor) as ``kconform run`` does."""
 
@@ -174,13 +181,14 @@ def main() -> None:
     parser.add_argument(
         "--long", type=int, default=2000, help="steps of the long produce + fetch trace (default 2,000)"
     )
+    parser.add_argument("--generated", type=int, default=200, help="generated traces (default 200)")
     parser.add_argument("--smoke", action="store_true", help="5 fixtures, a 50-step trace, one pass: seconds")
     args = parser.parse_args()
     loaded, problems = load_fixtures([FIXTURES_DIR])
     if problems:
         raise SystemExit(f"the bundled fixtures do not load: {problems[0]}")
     if args.smoke:
-        loaded, args.repeat, args.long = loaded[:5], 1, 50
+        loaded, args.repeat, args.long, args.generated = loaded[:5], 1, 50, 5
     runs = [fixture_run(f) for f in loaded]
     adapters: list[Adapter] = []
 
@@ -208,11 +216,22 @@ def main() -> None:
         table(
             "Bundled fixtures through the runner (run_fixtures: judge, schema check, safety monitor)",
             [
-                ("in-process reference", Judged(ReferenceAdapter(), loaded)),
+                ("in-process reference, judged as any implementation", Judged(Untrusted(), loaded)),
                 ("stdio example, whole observations", Judged(stdio(False), loaded)),
                 ("stdio example, observation deltas", Judged(stdio(True), loaded)),
             ],
             runs,
+            args.repeat,
+        )
+        generated = [trace_run(t["config"], t["steps"], t.get("initial")) for t in generated_traces(args.generated)]
+        table(
+            f"{args.generated} traces of the corpus generator's default shape mix (crashes, elections, power failures)",
+            [
+                ("in-process adapter (apply + observe)", Through(ReferenceAdapter())),
+                ("stdio adapter, whole observations", Through(stdio(False))),
+                ("stdio adapter, observation deltas", Through(stdio(True))),
+            ],
+            generated,
             args.repeat,
         )
         long = [trace_run(COMMON_CONFIG, long_trace(args.long))]
