@@ -81,19 +81,25 @@ def diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
 
 def _diff_entries(before: Any, after: Any, depth: int) -> dict[str, Any] | None:
     """The changed entries of a map (recursing ``depth`` levels), or None when it must go whole."""
-    if not isinstance(before, dict) or not isinstance(after, dict) or any(k not in after for k in before):
+    if not isinstance(before, dict) or not isinstance(after, dict) or not before.keys() <= after.keys():
         return None
+    if depth == 1 and set(map(type, after.values())) <= {str}:
+        # produce outcomes are strings, and a string equals only a string: compare the entries
+        # as sets, in C (a run's produce ids only grow, so this map is the one that gets long)
+        return dict(after.items() - before.items())
     out: dict[str, Any] = {}
     for key, value in after.items():
-        if key in before and before[key] == value:
-            continue
-        if depth > 1 and key in before:
-            inner = _diff_entries(before[key], value, depth - 1)
-            if inner is not None:
+        if key in before:
+            old = before[key]
+            if type(old) is type(value) and old == value:
+                continue
+            if depth > 1:
+                inner = _diff_entries(old, value, depth - 1)
+                if inner is None:
+                    return None  # an inner map lost an entry (or is no map): the field goes whole
                 out[key] = inner
                 continue
-            return None  # an inner map lost an entry (or is no map): the field goes whole
-        if depth > 1:
+        elif depth > 1:
             return None
         out[key] = value
     return out
