@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
