@@ -10,12 +10,17 @@ mostly measures how long each process waits for a core. Usage:
     .venv/bin/python benchmarks/bench_adapters.py [--repeat 20] [--smoke]
 
 ``--smoke`` replays 5 fixtures once (seconds; tests/test_benchmarks_smoke.py runs it).
+
+It also runs on an older checkout that has no observation deltas (copy this file and
+``workloads.py`` into its ``benchmarks/``, run it with ``PYTHONPATH`` set to it): the delta
+rows are then left out, so "before" and "after" come from the same script.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import statistics
 import sys
 import time
@@ -38,6 +43,8 @@ from reference_impl import State, Step, StepRejected, apply, config_from_dict, i
 from reference_impl.given import normalise
 
 ROOT = Path(__file__).resolve().parents[1]
+DELTAS = "deltas" in inspect.signature(StdioAdapter).parameters
+"""This checkout's stdio adapter knows observation deltas (protocol 4)."""
 EXAMPLE = [sys.executable, str(ROOT / "examples" / "stdio_reference_adapter.py")]
 
 
@@ -193,55 +200,58 @@ def main() -> None:
     adapters: list[Adapter] = []
 
     def stdio(deltas: bool) -> StdioAdapter:
-        adapter = StdioAdapter(EXAMPLE, deltas=deltas)
+        adapter = StdioAdapter(EXAMPLE, deltas=deltas) if DELTAS else StdioAdapter(EXAMPLE)
         adapters.append(adapter)
         return adapter
+
+    def paths(*rows: tuple[str, Callable[[list[Run]], int]]) -> list[tuple[str, Callable[[list[Run]], int]]]:
+        return [row for row in rows if DELTAS or "deltas" not in row[0]]
 
     try:
         with_deltas = stdio(True)
         with_deltas.describe()
-        if not with_deltas.deltas:
+        if DELTAS and not with_deltas.deltas:
             raise SystemExit("the example adapter did not opt into observation deltas")
         table(
             "Bundled fixtures, adapter steps only",
-            [
+            paths(
                 ("in-process adapter (apply + observe)", Through(ReferenceAdapter())),
                 ("stdio adapter, whole observations", Through(stdio(False))),
                 ("stdio adapter, observation deltas", Through(with_deltas)),
                 ("reference apply (pure)", pure),
-            ],
+            ),
             runs,
             args.repeat,
         )
         table(
             "Bundled fixtures through the runner (run_fixtures: judge, schema check, safety monitor)",
-            [
+            paths(
                 ("in-process reference, judged as any implementation", Judged(Untrusted(), loaded)),
                 ("stdio example, whole observations", Judged(stdio(False), loaded)),
                 ("stdio example, observation deltas", Judged(stdio(True), loaded)),
-            ],
+            ),
             runs,
             args.repeat,
         )
         generated = [trace_run(t["config"], t["steps"], t.get("initial")) for t in generated_traces(args.generated)]
         table(
             f"{args.generated} traces of the corpus generator's default shape mix (crashes, elections, power failures)",
-            [
+            paths(
                 ("in-process adapter (apply + observe)", Through(ReferenceAdapter())),
                 ("stdio adapter, whole observations", Through(stdio(False))),
                 ("stdio adapter, observation deltas", Through(stdio(True))),
-            ],
+            ),
             generated,
             args.repeat,
         )
         long = [trace_run(COMMON_CONFIG, long_trace(args.long))]
         table(
             f"One {args.long}-step produce + fetch trace (logs grow to about {args.long // 5} records)",
-            [
+            paths(
                 ("in-process adapter (apply + observe)", Through(ReferenceAdapter())),
                 ("stdio adapter, whole observations", Through(stdio(False))),
                 ("stdio adapter, observation deltas", Through(stdio(True))),
-            ],
+            ),
             long,
             max(1, args.repeat // 4),
         )
