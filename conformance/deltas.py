@@ -20,7 +20,8 @@ log list) with ``old``, so callers treat observations as immutable values.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 MERGE_DEPTH: dict[str, int] = {"producer": 1, "in_flight": 1, "answers": 2}
@@ -30,6 +31,12 @@ outcome per id, an ``in_flight`` list per kind, an answer per kind and replica."
 DELTA_KEYS = frozenset({"set", "unset", "merge", "replicas"})
 REPLICA_DELTA_KEYS = frozenset({"set", "unset", "log"})
 LOG_DELTA_KEYS = frozenset({"truncate_to", "append"})
+
+
+_ABSENT: Any = object()
+"""A field missing from an observation (``None`` is a value: JSON's null)."""
+_NOTHING: Mapping[str, Any] = MappingProxyType({})
+"""An absent part of a delta (no allocation per call)."""
 
 
 class DeltaError(ValueError):
@@ -44,36 +51,33 @@ def diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
 
     Top-level fields are replaced whole, except ``replicas`` (per replica, per field; a log
     as a truncation and an append) and the ``MERGE_DEPTH`` fields (changed entries only,
-    whole when an entry disappeared). An empty dict means nothing changed."""
+    whole when an entry disappeared). An empty dict means nothing changed. Values are
+    compared with their JSON types (``1`` and ``true`` differ) down to a replica's fields."""
     out: dict[str, Any] = {}
     set_: dict[str, Any] = {}
     merge: dict[str, Any] = {}
     for name, value in new.items():
-        if name not in old:
+        before = old.get(name, _ABSENT)
+        if type(before) is not type(value):  # new, or another JSON type
             set_[name] = value
-            continue
-        before = old[name]
-        if type(before) is type(value) and before == value:  # 1 == True, yet JSON tells them apart
-            continue
-        if name == "replicas" and isinstance(before, dict) and isinstance(value, dict):
+        elif name == "replicas" and type(value) is dict:
             replicas = _diff_replicas(before, value)
             if replicas is None:
                 set_[name] = value
-            else:
+            elif replicas:
                 out["replicas"] = replicas
-        elif name in MERGE_DEPTH:
+        elif name in MERGE_DEPTH and type(value) is dict:
             entries = _diff_entries(before, value, MERGE_DEPTH[name])
             if entries is None:
                 set_[name] = value
-            else:
+            elif entries:
                 merge[name] = entries
-        else:
+        elif before != value:
             set_[name] = value
-    unset = [name for name in old if name not in new]
     if set_:
         out["set"] = set_
-    if unset:
-        out["unset"] = unset
+    if not old.keys() <= new.keys():
+        out["unset"] = [name for name in old if name not in new]
     if merge:
         out["merge"] = merge
     return out
@@ -123,7 +127,8 @@ def _diff_replica(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     set_: dict[str, Any] = {}
     for name, value in new.items():
-        if name in old and type(old[name]) is type(value) and old[name] == value:
+        before = old.get(name, _ABSENT)
+        if type(before) is type(value) and before == value:
             continue
         if (
             name == "log"
@@ -135,11 +140,10 @@ def _diff_replica(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
             out["log"] = _diff_log(old["log"], value, new.get("log_start", 0))
         else:
             set_[name] = value
-    unset = [name for name in old if name not in new]
     if set_:
         out["set"] = set_
-    if unset:
-        out["unset"] = unset
+    if not old.keys() <= new.keys():
+        out["unset"] = [name for name in old if name not in new]
     return out
 
 
@@ -162,18 +166,18 @@ def _diff_log(old: list[Any], new: list[Any], log_start: int) -> dict[str, Any]:
 
 def apply_delta(old: Mapping[str, Any], delta: Mapping[str, Any]) -> dict[str, Any]:
     """The whole observation ``delta`` describes after ``old``; ``DeltaError`` if it does not apply."""
-    if not isinstance(delta, Mapping):
+    if not isinstance(delta, dict):
         raise DeltaError(f"observation_delta: must be an object, got {type(delta).__name__}")
-    unknown = set(delta) - DELTA_KEYS
-    if unknown:
-        allowed = "set, unset, merge, replicas"
-        raise DeltaError(f"observation_delta: unknown key {sorted(unknown)[0]!r} (allowed: {allowed})")
+    if not delta.keys() <= DELTA_KEYS:
+        unknown = sorted(set(delta) - DELTA_KEYS)[0]
+        raise DeltaError(f"observation_delta: unknown key {unknown!r} (allowed: set, unset, merge, replicas)")
     new = dict(old)
-    set_ = _object(delta.get("set", {}), "set")
-    unset = _names(delta.get("unset", []), "unset")
-    merge = _object(delta.get("merge", {}), "merge")
-    replicas = _object(delta.get("replicas", {}), "replicas")
-    _disjoint("", set_.keys(), unset, merge.keys(), {"replicas"} if replicas else set())
+    set_ = _object(delta.get("set", _NOTHING), "set")
+    unset = _names(delta.get("unset", ()), "unset")
+    merge = _object(delta.get("merge", _NOTHING), "merge")
+    replicas = _object(delta.get("replicas", _NOTHING), "replicas")
+    if (bool(set_) + bool(unset) + bool(merge) + bool(replicas)) > 1:
+        _disjoint("", set_.keys(), unset, merge.keys(), {"replicas"} if replicas else ())
     for name in unset:
         if name not in new:
             raise DeltaError(f"unset: {name!r} is not in the previous observation")
@@ -191,21 +195,27 @@ def apply_delta(old: Mapping[str, Any], delta: Mapping[str, Any]) -> dict[str, A
             raise DeltaError("replicas: the previous observation has no replicas object to change; send it in set")
         after = dict(before)
         for rid, rep_delta in replicas.items():
-            if rid not in before or not isinstance(before[rid], dict):
+            rep = before.get(rid)
+            if not isinstance(rep, dict):
                 raise DeltaError(f"replicas.{rid}: not a replica of the previous observation")
-            after[rid] = _apply_replica(before[rid], _object(rep_delta, f"replicas.{rid}"), f"replicas.{rid}")
+            after[rid] = _apply_replica(rep, rep_delta, rid)
         new["replicas"] = after
     return new
 
 
-def _apply_replica(old: dict[str, Any], delta: dict[str, Any], where: str) -> dict[str, Any]:
-    unknown = set(delta) - REPLICA_DELTA_KEYS
-    if unknown:
-        raise DeltaError(f"{where}: unknown key {sorted(unknown)[0]!r} (allowed: set, unset, log)")
-    set_ = _object(delta.get("set", {}), f"{where}.set")
-    unset = _names(delta.get("unset", []), f"{where}.unset")
+def _apply_replica(old: dict[str, Any], delta: Any, rid: str) -> dict[str, Any]:
+    where = "replicas." + rid
+    if not isinstance(delta, dict):
+        raise DeltaError(f"{where}: must be an object, got {type(delta).__name__}")
+    if not delta.keys() <= REPLICA_DELTA_KEYS:
+        raise DeltaError(
+            f"{where}: unknown key {sorted(set(delta) - REPLICA_DELTA_KEYS)[0]!r} (allowed: set, unset, log)"
+        )
+    set_ = _object(delta.get("set", _NOTHING), where, ".set")
+    unset = _names(delta.get("unset", ()), where, ".unset")
     log = delta.get("log")
-    _disjoint(f"{where}.", set_.keys(), unset, {"log"} if log is not None else set())
+    if unset or (log is not None and set_):
+        _disjoint(f"{where}.", set_.keys(), unset, {"log"} if log is not None else ())
     new = dict(old)
     for name in unset:
         if name not in new:
@@ -213,25 +223,25 @@ def _apply_replica(old: dict[str, Any], delta: dict[str, Any], where: str) -> di
         del new[name]
     new.update(set_)
     if log is not None:
-        new["log"] = _apply_log(new, _object(log, f"{where}.log"), f"{where}.log")
+        new["log"] = _apply_log(new, _object(log, where, ".log"), where + ".log")
     return new
 
 
-def _apply_log(rep: dict[str, Any], delta: dict[str, Any], where: str) -> list[Any]:
-    unknown = set(delta) - LOG_DELTA_KEYS
-    if unknown:
-        raise DeltaError(f"{where}: unknown key {sorted(unknown)[0]!r} (allowed: truncate_to, append)")
+def _apply_log(rep: dict[str, Any], delta: Mapping[str, Any], where: str) -> list[Any]:
+    if not delta.keys() <= LOG_DELTA_KEYS:
+        unknown = sorted(set(delta) - LOG_DELTA_KEYS)[0]
+        raise DeltaError(f"{where}: unknown key {unknown!r} (allowed: truncate_to, append)")
     old = rep.get("log")
     if not isinstance(old, list):
         raise DeltaError(f"{where}: the previous observation has no log list to change; send log in set")
     start = rep.get("log_start", 0)
-    if not isinstance(start, int) or isinstance(start, bool):
+    if type(start) is not int:
         raise DeltaError(f"{where}: log_start is {start!r}, not an offset")
     end = start + len(old)
     keep = len(old)
     if "truncate_to" in delta:
         to = delta["truncate_to"]
-        if not isinstance(to, int) or isinstance(to, bool):
+        if type(to) is not int:
             raise DeltaError(f"{where}.truncate_to: must be an integer offset, got {to!r}")
         if to > end:
             raise DeltaError(
@@ -254,21 +264,24 @@ def _merge(before: Any, entries: Any, depth: int, where: str) -> dict[str, Any]:
     if not isinstance(entries, dict):
         raise DeltaError(f"merge.{where}: must be an object, got {type(entries).__name__}")
     out = dict(before)
-    for key, value in entries.items():
-        out[key] = _merge(before.get(key), value, depth - 1, f"{where}.{key}") if depth > 1 else value
+    if depth == 1:
+        out.update(entries)
+    else:
+        for key, value in entries.items():
+            out[key] = _merge(before.get(key), value, depth - 1, where + "." + str(key))
     return out
 
 
-def _object(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise DeltaError(f"{where}: must be an object, got {type(value).__name__}")
-    return value
+def _object(value: Any, where: str, suffix: str = "") -> Mapping[str, Any]:
+    if value is _NOTHING or isinstance(value, dict):
+        return value
+    raise DeltaError(f"{where}{suffix}: must be an object, got {type(value).__name__}")
 
 
-def _names(value: Any, where: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise DeltaError(f"{where}: must be a list of field names")
-    return value
+def _names(value: Any, where: str, suffix: str = "") -> Sequence[str]:
+    if value == () or (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        return value  # type: ignore[no-any-return]
+    raise DeltaError(f"{where}{suffix}: must be a list of field names")
 
 
 def _disjoint(where: str, *groups: Any) -> None:
