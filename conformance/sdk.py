@@ -38,6 +38,9 @@ from .adapter import AdapterError as _AdapterError
 from .adapter import Description as _Description
 from .deltas import diff
 
+_encode = json.JSONEncoder(separators=(",", ":")).encode
+"""One compact encoder for every reply (``json.dumps`` with separators builds one per call)."""
+
 
 class Refused(Exception):
     """Raise from ``step`` when the step's precondition does not hold in this state."""
@@ -192,7 +195,7 @@ def serve(adapter: Adapter, stdin: TextIO | None = None, stdout: TextIO | None =
                 except Exception as exc:  # any failure is the implementation's: report it, keep serving
                     traceback.print_exc(file=sys.stderr)
                     reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-        stdout.write(json.dumps({"seq": seq, **reply}, separators=(",", ":")) + "\n")
+        stdout.write(_encode({"seq": seq, **reply}) + "\n")
         stdout.flush()
         if isinstance(request, dict) and request.get("cmd") == "close":
             return

@@ -30,6 +30,8 @@ DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_START_TIMEOUT_S = 60.0
 """How long a new process may take to answer ``hello``: starting a runtime (a JVM, an
 interpreter importing its packages, on a loaded machine) can take far longer than a step."""
+_encode = json.JSONEncoder(separators=(",", ":")).encode
+"""One compact encoder for every request (``json.dumps`` with separators builds one per call)."""
 EXIT_GRACE_S = 5.0
 """How long a process that closed its output may take to exit before it is reported as
 still running (and killed). Its exit code and the end of its stderr are read only
@@ -186,7 +188,7 @@ class StdioAdapter(Adapter):
         assert self._proc is not None and self._proc.stdin is not None
         self._seq += 1
         message = {**message, "seq": self._seq}
-        line = json.dumps(message, separators=(",", ":"))
+        line = _encode(message)
         self._last_request, self._last_reply = line, ""
         try:
             data = (line + "\n").encode()

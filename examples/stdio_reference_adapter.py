@@ -32,6 +32,8 @@ from reference_impl import (
     step_from_dict,
 )
 
+ENCODE = json.JSONEncoder(separators=(",", ":")).encode  # one encoder, not one per reply
+
 
 class Handler:
     def __init__(self) -> None:
@@ -92,7 +94,7 @@ def serve(handler: Handler, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdo
             reply = {"seq": seq, "ok": True, **body}
         except (KconformModelError, KeyError, ValueError) as exc:
             reply = {"seq": seq, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
-        stdout.write(json.dumps(reply, separators=(",", ":")) + "\n")
+        stdout.write(ENCODE(reply) + "\n")
         stdout.flush()
         if request.get("cmd") == "close":
             return
