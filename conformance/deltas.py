@@ -21,6 +21,8 @@ log list) with ``old``, so callers treat observations as immutable values.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import chain, compress
+from operator import ne
 from types import MappingProxyType
 from typing import Any
 
@@ -52,7 +54,8 @@ def diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
     Top-level fields are replaced whole, except ``replicas`` (per replica, per field; a log
     as a truncation and an append) and the ``MERGE_DEPTH`` fields (changed entries only,
     whole when an entry disappeared). An empty dict means nothing changed. Values are
-    compared with their JSON types (``1`` and ``true`` differ) down to a replica's fields."""
+    compared with their JSON types (``1`` and ``true`` differ) down to a replica's fields; merged
+    entries (produce outcomes, ``in_flight`` lists, answers) by value."""
     out: dict[str, Any] = {}
     set_: dict[str, Any] = {}
     merge: dict[str, Any] = {}
@@ -87,10 +90,14 @@ def _diff_entries(before: Any, after: Any, depth: int) -> dict[str, Any] | None:
     """The changed entries of a map (recursing ``depth`` levels), or None when it must go whole."""
     if not isinstance(before, dict) or not isinstance(after, dict) or not before.keys() <= after.keys():
         return None
-    if depth == 1 and set(map(type, after.values())) <= {str}:
-        # produce outcomes are strings, and a string equals only a string: compare the entries
-        # as sets, in C (a run's produce ids only grow, so this map is the one that gets long)
-        return dict(after.items() - before.items())
+    if depth == 1:
+        # A run's produce ids only grow, so this map gets long: find the changed entries with
+        # C loops (keys in the same order, values compared pairwise), not a Python loop.
+        keys = list(after)
+        n = len(before)
+        if keys[:n] == list(before):
+            changed = compress(keys, map(ne, before.values(), after.values()))
+            return {key: after[key] for key in chain(changed, keys[n:])}
     out: dict[str, Any] = {}
     for key, value in after.items():
         if key in before:
