@@ -56,7 +56,7 @@ class StdioAdapter(Adapter):
         self.start_timeout_s = start_timeout_s
         self.cwd = cwd
         self._proc: subprocess.Popen[bytes] | None = None
-        self._pending = b""
+        self._pending = bytearray()
         """Output read past the last whole line (a reply arrives in one or more reads)."""
         self._stderr: deque[str] = deque(maxlen=40)
         self._stderr_pump: threading.Thread | None = None
@@ -86,7 +86,7 @@ class StdioAdapter(Adapter):
             )
         except OSError as exc:
             raise AdapterError(f"cannot run {shlex.join(self.argv)}: {exc.strerror or exc}") from None
-        self._pending = b""
+        self._pending = bytearray()
         self._stderr.clear()
         self._seq = 0
         proc = self._proc
@@ -108,18 +108,22 @@ class StdioAdapter(Adapter):
         assert self._proc is not None and self._proc.stdout is not None
         fd = self._proc.stdout.fileno()
         deadline = time.monotonic() + timeout_s
+        pending = self._pending
+        scanned = 0  # a long reply arrives in many reads: look for the newline in new bytes only
         while True:
-            end = self._pending.find(b"\n")
+            end = pending.find(b"\n", scanned)
             if end >= 0:
-                line, self._pending = self._pending[:end], self._pending[end + 1 :]
+                line = bytes(pending[:end])
+                del pending[: end + 1]
                 return line
+            scanned = len(pending)
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
                 raise TimeoutError
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 return None
-            self._pending += chunk
+            pending += chunk
 
     def _kill(self) -> None:
         proc, self._proc = self._proc, None
