@@ -4,8 +4,8 @@ A stdio step used to carry the whole observation: every replica's whole log, eve
 outcome, every answer. Most of it is what the previous step's reply already said, and
 encoding, piping and parsing it made a stdio step cost several times an in-process one. With
 the option, a step's reply may carry ``observation_delta`` instead: only what changed since
-the previous observation of the same run (spec/adapter-protocol.md, "Observation deltas";
-schema ``adapter-messages.schema.json#/$defs/observation_delta``).
+the previous observation of the same run (spec/adapter-protocol.md, "Changes instead of whole
+observations"; schema ``adapter-messages.schema.json#/$defs/observation_delta``).
 
 Two pure functions, one for each side of the wire:
 
