@@ -26,8 +26,9 @@ from reference_impl import State, StepRejected, apply
 OBSERVE = sys.modules["reference_impl.observe"]
 
 
-def states() -> list[State]:
+def states(limit: int | None = None) -> list[State]:
     fixtures, _ = load_fixtures([FIXTURES_DIR])
+    fixtures = fixtures[:limit]
     out = []
     for fixture in fixtures:
         state = fixture.start()
@@ -52,8 +53,13 @@ def best(fn: Callable[[], Any], repeat: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny sizes, seconds (tests/test_benchmarks_smoke.py runs it)"
+    )
     args = parser.parse_args()
-    seen = states()
+    if args.smoke:
+        args.repeat = 1
+    seen = states(10 if args.smoke else None)
     real = OBSERVE.observe_answers
 
     def with_answers() -> None:

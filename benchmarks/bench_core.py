@@ -428,7 +428,10 @@ def main() -> None:
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--workloads", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--probe", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--smoke", action="store_true", help="no baseline, tiny sizes: seconds (tests run it)")
     args = parser.parse_args()
+    if args.smoke:
+        args.baseline, args.repeat, args.long, args.mixed, args.fuzz_examples, args.rounds = "none", 1, 2000, 5, 1, 1
 
     if args.probe is not None:
         json.dump(probe(args.probe), sys.stdout)

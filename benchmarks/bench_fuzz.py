@@ -104,7 +104,12 @@ def main() -> None:
     parser.add_argument("--baseline", help="a git revision to compare with (e.g. main before issue 11)")
     parser.add_argument("--seeds", type=int, default=10, help="seeds for the KIP-101 figure (0: skip; default: 10)")
     parser.add_argument("--kip101-examples", type=int, default=2000, help="runs per seed (default: 2000)")
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny sizes, seconds (tests/test_benchmarks_smoke.py runs it)"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.examples, args.rounds, args.baseline, args.seeds, args.kip101_examples = 2, 1, None, 1, 20
 
     trees = {"current": ROOT} if args.examples else {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -5,12 +5,16 @@ Steps: every bundled fixture the adapter runs (diverging-epoch, only step kinds 
 replayed PASSES times through one process; ``reset`` (new temporary log directories, a
 LogManager and a Partition per broker) is timed apart from the steps. Usage:
 
-    .venv/bin/python benchmarks/bench_kafka.py [--starts 5] [--passes 3]
+    .venv/bin/python benchmarks/bench_kafka.py [--starts 5] [--passes 3] [--smoke]
+
+``--smoke``: one start, one pass over 3 fixtures, and no build (it exits with code 3 and
+the reason when the adapter is not built or java is missing; the smoke test skips then).
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import time
 
@@ -51,7 +55,18 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, no build, seconds (tests run it)")
     args = parser.parse_args()
+    if args.smoke:
+        args.starts, args.passes = 1, 1
+        if shutil.which("java") is None or not kafka_impl.is_built():
+            reason = (
+                "java is not on PATH"
+                if shutil.which("java") is None
+                else "the Kafka adapter is not built (docs/kafka.md)"
+            )
+            print(f"smoke: {reason}")
+            raise SystemExit(3)
     if not kafka_impl.is_built():
         kafka_impl.build()
     starts = startup(args.starts)
@@ -59,7 +74,7 @@ def main() -> None:
     described = adapter.describe()
     fixtures, problems = load_fixtures([FIXTURES_DIR])
     assert not problems
-    chosen = runnable(fixtures, set(described.steps))
+    chosen = runnable(fixtures, set(described.steps))[: 3 if args.smoke else None]
     reset_s: list[float] = []
     step_s: list[float] = []
     steps = 0

@@ -40,8 +40,13 @@ def judged(factory: Callable[[], object], level: str) -> Callable[[list], None]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny sizes, seconds (tests/test_benchmarks_smoke.py runs it)"
+    )
     args = parser.parse_args()
     fixtures, _ = load_fixtures([FIXTURES_DIR])
+    if args.smoke:
+        fixtures, args.repeat = fixtures[:10], 1
     paths: list[tuple[str, Callable[[list], None]]] = [  # type: ignore[type-arg]
         ("replay steps only (no judging)", replay_only),
         ("reference, level safety", judged(ReferenceAdapter, "safety")),

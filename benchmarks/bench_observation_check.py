@@ -25,8 +25,9 @@ from conformance.schemas import validator
 from reference_impl import StepRejected, apply, observe
 
 
-def observations() -> list[dict[str, Any]]:
+def observations(limit: int | None = None) -> list[dict[str, Any]]:
     fixtures, _ = load_fixtures([FIXTURES_DIR])
+    fixtures = fixtures[:limit]
     out = []
     for fixture in fixtures:
         state = fixture.start()
@@ -49,8 +50,13 @@ def best(check: Callable[[Any], Any], items: list[dict[str, Any]]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny sizes, seconds (tests/test_benchmarks_smoke.py runs it)"
+    )
     args = parser.parse_args()
-    items = observations()
+    if args.smoke:
+        args.repeat = 1
+    items = observations(10 if args.smoke else None)
     schema = validator("definitions", "observation")
     assert all(check_observation(o) is None and schema.is_valid(o) for o in items)
     compiled, full = [], []

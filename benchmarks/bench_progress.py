@@ -54,7 +54,12 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--generation", choices=[g.value for g in Generation], action="append")
     parser.add_argument("--only", type=int, help="run only this run number (to reproduce one)")
+    parser.add_argument(
+        "--smoke", action="store_true", help="5 runs of 10 steps per generation: seconds (tests run it)"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.runs, args.steps = 5, 10
     generations = [Generation(g) for g in args.generation] if args.generation else list(Generation)
     failed = 0
     for generation in generations:

@@ -27,6 +27,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -163,7 +164,11 @@ def main() -> None:
         metavar="SIZE=PATH",
         help="replay this existing corpus for SIZE instead of generating one (e.g. a 1M corpus made earlier)",
     )
+    parser.add_argument("--smoke", action="store_true", help="50 traces, inline, a temporary --out: seconds")
     args = parser.parse_args()
+    if args.smoke:
+        args.sizes, args.modes, args.workers = [50], ["inline"], 1
+        args.out = Path(tempfile.mkdtemp(prefix="kconform-bench-replay-"))
     given = {int(size): Path(path) for size, path in (item.split("=", 1) for item in args.corpus)}
     args.out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []

@@ -29,23 +29,27 @@ from conformance.zoo import MEMBERS
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="passes of each path; the best is reported")
+    parser.add_argument("--smoke", action="store_true", help="3 members, 5 fixtures, one pass: seconds (tests run it)")
     args = parser.parse_args()
     fixtures, problems = load_fixtures([FIXTURES_DIR])
     if problems:
         raise SystemExit("\n".join(map(str, problems)))
+    members = MEMBERS
+    if args.smoke:
+        fixtures, members, args.repeat = fixtures[:5], MEMBERS[:3], 1
     traces = {f.id: reference_trace(f) for f in fixtures}
     steps = sum(len(f.steps) for f in fixtures)
     reference, zoo = [], []
     for _ in range(args.repeat):
         started = time.perf_counter()
-        for _member in MEMBERS:
+        for _member in members:
             run_fixtures(ReferenceAdapter(), "reference", fixtures, traces)
         reference.append(time.perf_counter() - started)
         started = time.perf_counter()
-        result = sensitivity(MEMBERS, fixtures)
+        result = sensitivity(members, fixtures)
         zoo.append(time.perf_counter() - started)
-    print(f"{len(MEMBERS)} members x {len(fixtures)} fixture cases ({steps} steps each pass); best of {args.repeat}")
-    print(f"reference x {len(MEMBERS)}: {min(reference):6.2f} s  (median {statistics.median(reference):.2f})")
+    print(f"{len(members)} members x {len(fixtures)} fixture cases ({steps} steps each pass); best of {args.repeat}")
+    print(f"reference x {len(members)}: {min(reference):6.2f} s  (median {statistics.median(reference):.2f})")
     print(f"zoo:             {min(zoo):6.2f} s  (median {statistics.median(zoo):.2f})")
     print(f"ratio zoo / reference: {min(zoo) / min(reference):.2f}x; kill rate {result.kill_rate:.0%}")
 

@@ -83,17 +83,42 @@ def _per_step(version: ModuleType, runs: list[tuple[Any, list[Any]]], mode: str)
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Interleaved per-step CPU time of several reference revisions.")
-    parser.add_argument("revisions", nargs="+", help="git revisions to compare with this checkout")
+    parser.add_argument("revisions", nargs="*", help="git revisions to compare with this checkout")
     parser.add_argument("--rounds", type=int, default=8)
-    parser.add_argument("--traces", type=int, default=200, help="mixed 50-step traces (default 200)")
+    parser.add_argument("--traces", type=int, default=200, help="traces (default 200)")
+    parser.add_argument(
+        "--workload",
+        choices=["mixed", "generated"],
+        default="mixed",
+        help="mixed: random 50-step traces; generated: the corpus generator's default shape mix, from a fresh "
+        "partition (default mixed)",
+    )
+    parser.add_argument("--smoke", action="store_true", help="HEAD against this checkout, 5 traces, 1 round: seconds")
     args = parser.parse_args()
+    if args.smoke:
+        args.revisions, args.rounds, args.traces = args.revisions or ["HEAD"], 1, 5
+    if not args.revisions:
+        parser.error("name at least one git revision to compare with (or --smoke)")
 
     from tabulate import tabulate
-    from workloads import mixed_traces
+    from workloads import generated_traces, mixed_traces
+
+    if args.workload == "generated":
+
+        def draw(count: int, seed: int, kinds: frozenset[str]) -> list[dict[str, Any]]:
+            return [
+                t
+                for t in generated_traces(count, seed=seed, with_initial=False)
+                if {s["kind"] for s in t["steps"]} <= kinds
+            ]
+
+        traces: Any = draw
+    else:
+        traces = mixed_traces
 
     names = [*args.revisions, "this checkout"]
     with tempfile.TemporaryDirectory(prefix="kconform-interleave-") as tmp:  # kept: old code imports lazily
-        _run(args, names, Path(tmp), tabulate, mixed_traces)
+        _run(args, names, Path(tmp), tabulate, traces)
 
 
 def _run(args: argparse.Namespace, names: list[str], tmp: Path, tabulate: Any, mixed_traces: Any) -> None:
@@ -135,7 +160,10 @@ def _run(args: argparse.Namespace, names: list[str], tmp: Path, tabulate: Any, m
         [mode, *(f"{best[i, mode] * 1e6:.2f} us ({best[i, mode] / best[0, mode]:.3f})" for i in range(len(versions)))]
         for mode in modes
     ]
-    print(f"{len(runs[0])} mixed traces of {len(kinds)} step kinds (of {drawn} drawn), best of {args.rounds} rounds")
+    print(
+        f"{len(runs[0])} {args.workload} traces of {len(kinds)} step kinds (of {drawn} drawn), "
+        f"best of {args.rounds} rounds"
+    )
     print(tabulate(rows, headers=["CPU per step", *names], tablefmt="github"))
 
 

@@ -13,11 +13,20 @@ measures, so old and new code replay identical steps.
   them; each follower receives the record and fetches again, which moves the HW and
   acknowledges the produce. 50 steps per trace.
 - ``long``: one common-path trace of any length (per-step cost by position).
+- ``generated``: traces of ``kconform generate``'s default shape mix (crashes mid-fetch,
+  power failures that lose a log's unflushed tail, elections in a row, lag expiry, long
+  logs; a quarter start from a given state), drawn by the corpus generator itself
+  (``conformance/corpus/generate.py``), so the benchmarks replay what a corpus holds.
+
+Run as a script it prints what each workload holds (``--smoke``: a few traces each).
 """
 
 from __future__ import annotations
 
+import argparse
 import random
+from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from reference_impl import Config, Generation, apply, enabled_steps, initial_state, step_to_dict
@@ -79,3 +88,57 @@ def long_trace(length: int, base: int = 0) -> list[dict[str, Any]]:
 
 def common_traces(count: int, length: int = 50) -> list[dict[str, Any]]:
     return [{"config": COMMON_CONFIG, "steps": long_trace(length)} for _ in range(count)]
+
+
+def generated_traces(
+    count: int, seed: int = 1, mix: Mapping[str, float] | None = None, with_initial: bool = True
+) -> list[dict[str, Any]]:
+    """``count`` traces of the corpus generator (default mix unless ``mix``), as plain data:
+    ``config``, ``steps`` (each a fixture ``do``), ``shape`` and, when it starts from a given
+    state, ``initial``. ``with_initial=False`` keeps only the traces from a fresh partition
+    (for code that replays from ``initial_state(config)``); the same traces every run."""
+    from conformance.corpus.generate import generate_trace
+
+    out: list[dict[str, Any]] = []
+    index = 0
+    while len(out) < count:
+        trace = generate_trace(seed, index, mix)
+        index += 1
+        if "initial" in trace and not with_initial:
+            continue
+        steps = [entry["do"] for entry in trace["steps"]]
+        out.append(
+            {
+                "config": trace["config"],
+                "steps": steps,
+                "shape": trace["shape"],
+                **({"initial": trace["initial"]} if "initial" in trace else {}),
+            }
+        )
+    return out
+
+
+def _summary(name: str, traces: list[dict[str, Any]]) -> str:
+    steps = sum(len(t["steps"]) for t in traces)
+    kinds = Counter(s["kind"] for t in traces for s in t["steps"])
+    top = ", ".join(f"{k} {n}" for k, n in kinds.most_common(6))
+    return f"{name}: {len(traces)} traces, {steps} steps ({top})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Print what each benchmark workload holds.")
+    parser.add_argument("--count", type=int, default=200, help="traces per workload (default 200)")
+    parser.add_argument("--smoke", action="store_true", help="5 traces each: seconds (tests run it)")
+    args = parser.parse_args()
+    count = 5 if args.smoke else args.count
+    print(_summary("mixed", mixed_traces(count)))
+    print(_summary("common", common_traces(count)))
+    generated = generated_traces(count)
+    print(_summary("generated", generated))
+    shapes = Counter(t["shape"] for t in generated)
+    print("  shapes: " + ", ".join(f"{k} {n}" for k, n in shapes.most_common()))
+    print(f"  from a given state: {sum('initial' in t for t in generated)}")
+
+
+if __name__ == "__main__":
+    main()

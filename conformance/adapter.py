@@ -22,15 +22,17 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-PROTOCOL_VERSION = 3
-"""The version kconform speaks. Version 3 adds starting from a given state (``reset``'s
+PROTOCOL_VERSION = 4
+"""The version kconform speaks. Version 4 adds the ``observation_deltas`` option (offered in
+``hello``'s ``options``; an adapter that declares it answers steps with only what changed,
+``deltas.py``). Version 3 adds starting from a given state (``reset``'s
 ``initial``, for an adapter that declares the ``initial_state`` capability) and the
 observation fields ``answers`` and ``log_start``; version 2 added optional finer
-capabilities (``role_fields``, ``step_fields``, ``conventions``). Adapters speaking 1 or 2
+capabilities (``role_fields``, ``step_fields``, ``conventions``). Adapters speaking 1, 2 or 3
 are still accepted: they have none of the later additions, and fixtures needing them are
 skipped or compared on the fields they report."""
 
-ACCEPTED_PROTOCOLS = (1, 2, 3)
+ACCEPTED_PROTOCOLS = (1, 2, 3, 4)
 
 
 class AdapterError(Exception):

@@ -36,6 +36,10 @@ from .adapter import ACCEPTED_PROTOCOLS, PROTOCOL_VERSION, StepResult
 from .adapter import Adapter as _Seam
 from .adapter import AdapterError as _AdapterError
 from .adapter import Description as _Description
+from .deltas import diff
+
+_encode = json.JSONEncoder(separators=(",", ":")).encode
+"""One compact encoder for every reply (``json.dumps`` with separators builds one per call)."""
 
 
 class Refused(Exception):
@@ -74,6 +78,14 @@ class Adapter:
     """Your own exceptions that mean "not possible in this state": answered as ``rejected``."""
     initial_state = False
     """Protocol 3: True if ``reset_from`` can start from a given state (``initial:`` fixtures)."""
+    observation_deltas = True
+    """Protocol 4: answer steps with only what changed when kconform offers it (the SDK diffs
+    consecutive observations itself; ``observe`` must return fresh data each time, as it
+    keeps the previous one to diff against). Set False to always send whole observations."""
+    _deltas = False
+    """kconform offered ``observation_deltas`` and this adapter opted in (set by ``hello``)."""
+    _previous: dict[str, Any] | None = None
+    """The run's last observation sent: what the next delta is computed from."""
 
     def __init__(self) -> None:
         self.produce_ids = ProduceIds()
@@ -100,12 +112,14 @@ class Adapter:
 
     # --- what the SDK does with them ---------------------------------------------------
 
-    def implementation(self) -> dict[str, Any]:
+    def implementation(self, deltas: bool = False) -> dict[str, Any]:
+        """The hello reply's ``implementation``; ``deltas``: declare ``observation_deltas``."""
         caps: dict[str, Any] = {
             "steps": list(self.steps),
             "fields": list(self.fields),
             "replica_fields": list(self.replica_fields),
             **({"initial_state": True} if self.initial_state else {}),
+            **({"observation_deltas": True} if deltas else {}),
         }
         caps.update(self.describe())
         return {
@@ -118,6 +132,7 @@ class Adapter:
 
     def _reset(self, config: dict[str, Any], initial: dict[str, Any] | None = None) -> None:
         self.produce_ids = ProduceIds()
+        self._previous = None  # a run's first observation is always whole
         if initial is None:
             self.reset(config)
         else:
@@ -131,7 +146,11 @@ class Adapter:
             return {"rejected": {"reason": exc.reason, **({"rule": exc.rule} if exc.rule else {})}}
         except self.refusals as exc:
             return {"rejected": {"reason": str(exc) or type(exc).__name__}}
-        return {"observation": self.observe()}
+        observation = self.observe()
+        previous, self._previous = self._previous, observation
+        if self._deltas and previous is not None:
+            return {"observation_delta": diff(previous, observation)}
+        return {"observation": observation}
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         """One request -> one reply (without ``seq``)."""
@@ -139,7 +158,9 @@ class Adapter:
         if cmd == "hello":
             asked = request.get("protocol")
             version = asked if asked in ACCEPTED_PROTOCOLS else PROTOCOL_VERSION
-            return {"ok": True, "protocol": version, "implementation": self.implementation()}
+            options = request.get("options") or ()
+            self._deltas = self.observation_deltas and version >= 4 and "observation_deltas" in options
+            return {"ok": True, "protocol": version, "implementation": self.implementation(self._deltas)}
         if cmd == "reset":
             self._reset(request["config"], request.get("initial"))
             return {"ok": True}
@@ -174,7 +195,7 @@ def serve(adapter: Adapter, stdin: TextIO | None = None, stdout: TextIO | None =
                 except Exception as exc:  # any failure is the implementation's: report it, keep serving
                     traceback.print_exc(file=sys.stderr)
                     reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-        stdout.write(json.dumps({"seq": seq, **reply}, separators=(",", ":")) + "\n")
+        stdout.write(_encode({"seq": seq, **reply}) + "\n")
         stdout.flush()
         if isinstance(request, dict) and request.get("cmd") == "close":
             return

@@ -4,30 +4,38 @@ One JSON line each way per request, a timeout on every reply, stderr captured, a
 fresh process after any failure. Every failure becomes an ``AdapterError`` whose detail
 holds what a user needs to fix the adapter: the last request and reply and the tail of
 stderr.
+
+Protocol 4's ``observation_deltas`` option is offered in every ``hello`` (unless
+``deltas=False``): an adapter that opts in answers steps with only what changed, and this
+adapter rebuilds the whole observation (``deltas.apply_delta``) before the runner sees it,
+so nothing downstream knows the difference.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import queue
+import select
 import shlex
 import subprocess
 import threading
+import time
 from collections import deque
 from typing import Any
 
 from .adapter import ACCEPTED_PROTOCOLS, PROTOCOL_VERSION, Adapter, AdapterError, Description, StepResult
+from .deltas import DeltaError, apply_delta
 
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_START_TIMEOUT_S = 60.0
 """How long a new process may take to answer ``hello``: starting a runtime (a JVM, an
 interpreter importing its packages, on a loaded machine) can take far longer than a step."""
+_encode = json.JSONEncoder(separators=(",", ":")).encode
+"""One compact encoder for every request (``json.dumps`` with separators builds one per call)."""
 EXIT_GRACE_S = 5.0
 """How long a process that closed its output may take to exit before it is reported as
 still running (and killed). Its exit code and the end of its stderr are read only
 after it has exited, so a report never misses them."""
-_EOF = object()
 
 
 class StdioAdapter(Adapter):
@@ -39,6 +47,7 @@ class StdioAdapter(Adapter):
         timeout_s: float = DEFAULT_TIMEOUT_S,
         cwd: str | None = None,
         start_timeout_s: float = DEFAULT_START_TIMEOUT_S,
+        deltas: bool = True,
     ) -> None:
         self.argv = shlex.split(command) if isinstance(command, str) else list(command)
         if not self.argv:
@@ -46,14 +55,21 @@ class StdioAdapter(Adapter):
         self.timeout_s = timeout_s
         self.start_timeout_s = start_timeout_s
         self.cwd = cwd
-        self._proc: subprocess.Popen[str] | None = None
-        self._lines: queue.Queue[object] = queue.Queue()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._pending = bytearray()
+        """Output read past the last whole line (a reply arrives in one or more reads)."""
         self._stderr: deque[str] = deque(maxlen=40)
         self._stderr_pump: threading.Thread | None = None
         self._seq = 0
         self._last_request = ""
         self._last_reply = ""
         self._description: Description | None = None
+        self.offer_deltas = deltas
+        """Offer the ``observation_deltas`` option in ``hello`` (protocol 4)."""
+        self.deltas = False
+        """The running process opted in: its step replies may carry ``observation_delta``."""
+        self._last_observation: dict[str, Any] | None = None
+        """The run's last whole observation, what the next delta applies to (None after reset)."""
 
     # --- process management -------------------------------------------------------
 
@@ -64,33 +80,50 @@ class StdioAdapter(Adapter):
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                text=True,
-                bufsize=1,
+                bufsize=0,
                 cwd=self.cwd,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
         except OSError as exc:
             raise AdapterError(f"cannot run {shlex.join(self.argv)}: {exc.strerror or exc}") from None
-        self._lines = queue.Queue()
+        self._pending = bytearray()
         self._stderr.clear()
         self._seq = 0
         proc = self._proc
-        threading.Thread(target=self._pump_stdout, args=(proc, self._lines), daemon=True).start()
         self._stderr_pump = threading.Thread(target=self._pump_stderr, args=(proc, self._stderr), daemon=True)
         self._stderr_pump.start()
 
     @staticmethod
-    def _pump_stdout(proc: subprocess.Popen[str], lines: queue.Queue[object]) -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.put(line)
-        lines.put(_EOF)
-
-    @staticmethod
-    def _pump_stderr(proc: subprocess.Popen[str], tail: deque[str]) -> None:
+    def _pump_stderr(proc: subprocess.Popen[bytes], tail: deque[str]) -> None:
         assert proc.stderr is not None
         for line in proc.stderr:
-            tail.append(line.rstrip("\n"))
+            tail.append(line.decode("utf-8", "replace").rstrip("\n"))
+
+    def _read_line(self, timeout_s: float) -> bytes | None:
+        """The next line of the process's output (without its newline); None at its end.
+
+        Read in this thread with ``select`` (no reader thread to hand lines over: a step is
+        one wake-up of each process, which is most of a stdio step's cost). Raises
+        ``TimeoutError`` when no whole line arrives within ``timeout_s``."""
+        assert self._proc is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        deadline = time.monotonic() + timeout_s
+        pending = self._pending
+        scanned = 0  # a long reply arrives in many reads: look for the newline in new bytes only
+        while True:
+            end = pending.find(b"\n", scanned)
+            if end >= 0:
+                line = bytes(pending[:end])
+                del pending[: end + 1]
+                return line
+            scanned = len(pending)
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return None
+            pending += chunk
 
     def _kill(self) -> None:
         proc, self._proc = self._proc, None
@@ -159,20 +192,22 @@ class StdioAdapter(Adapter):
         assert self._proc is not None and self._proc.stdin is not None
         self._seq += 1
         message = {**message, "seq": self._seq}
-        line = json.dumps(message, separators=(",", ":"))
+        line = _encode(message)
         self._last_request, self._last_reply = line, ""
         try:
-            self._proc.stdin.write(line + "\n")
-            self._proc.stdin.flush()
+            data = (line + "\n").encode()
+            fd = self._proc.stdin.fileno()
+            while data:
+                data = data[os.write(fd, data) :]
         except OSError:
             raise self._gone(f"the process stopped reading its input before the {message['cmd']} request") from None
         try:
-            raw = self._lines.get(timeout=timeout_s)
-        except queue.Empty:
+            raw = self._read_line(timeout_s)
+        except TimeoutError:
             raise self._fail(f"no reply within {timeout_s:g} s") from None
-        if raw is _EOF:
+        if raw is None:
             raise self._gone("the process ended without replying")
-        text = str(raw).rstrip("\n")
+        text = raw.decode("utf-8", "replace").rstrip("\r")
         self._last_reply = text[:2000]
         try:
             reply = json.loads(text)
@@ -190,7 +225,8 @@ class StdioAdapter(Adapter):
         return reply
 
     def _hello(self) -> None:
-        reply = self._request({"cmd": "hello", "protocol": PROTOCOL_VERSION}, self.start_timeout_s)
+        options = ["observation_deltas"] if self.offer_deltas else []
+        reply = self._request({"cmd": "hello", "protocol": PROTOCOL_VERSION, "options": options}, self.start_timeout_s)
         if reply.get("protocol") not in ACCEPTED_PROTOCOLS:
             accepted = " or ".join(map(str, ACCEPTED_PROTOCOLS))
             raise self._fail(f"speaks protocol {reply.get('protocol')!r}, kconform speaks {accepted}")
@@ -201,6 +237,11 @@ class StdioAdapter(Adapter):
             self._description = Description.from_dict(impl)
         except (KeyError, TypeError, ValueError) as exc:
             raise self._fail(f"hello reply has no valid 'implementation' ({exc})") from None
+        opted = (impl.get("capabilities") or {}).get("observation_deltas") is True
+        if opted and not self.offer_deltas:
+            raise self._fail("hello reply declares observation_deltas, which kconform did not offer in its hello")
+        self.deltas = opted  # declaring the option (offered above) is the opt-in, whatever version it answered
+        self._last_observation = None
 
     # --- Adapter ------------------------------------------------------------------------
 
@@ -212,6 +253,7 @@ class StdioAdapter(Adapter):
         return self._description
 
     def reset(self, config: dict[str, Any], initial: dict[str, Any] | None = None) -> None:
+        self._last_observation = None  # a run's first observation is always whole
         self._request({"cmd": "reset", "config": config, **({"initial": initial} if initial is not None else {})})
 
     def step(self, step: dict[str, Any]) -> StepResult:
@@ -223,10 +265,32 @@ class StdioAdapter(Adapter):
             rule = rejected.get("rule")
             return StepResult(rejected=rejected["reason"], rule=rule if isinstance(rule, str) else None)
         observation = reply.get("observation")
-        if not isinstance(observation, dict):
+        delta = reply.get("observation_delta")
+        if delta is not None:
+            observation = self._rebuild(delta, observation)
+        elif not isinstance(observation, dict):
             raise self._fail("step reply has neither an 'observation' object nor 'rejected'")
+        self._last_observation = observation
         fired = reply.get("fired") or ()
         return StepResult(observation=observation, fired=tuple(str(r) for r in fired))
+
+    def _rebuild(self, delta: Any, whole: Any) -> dict[str, Any]:
+        """The whole observation an ``observation_delta`` reply describes."""
+        if not self.deltas:
+            raise self._fail(
+                "step reply carries observation_delta, but the adapter did not opt into observation_deltas"
+            )
+        if whole is not None:
+            raise self._fail("step reply carries both 'observation' and 'observation_delta'")
+        if self._last_observation is None:
+            raise self._fail(
+                "step reply carries observation_delta, but the first observation after reset must be whole "
+                "('observation')"
+            )
+        try:
+            return apply_delta(self._last_observation, delta)
+        except DeltaError as exc:
+            raise self._fail(f"observation_delta does not apply to the previous observation: {exc}") from None
 
     def restart(self) -> None:
         self._kill()

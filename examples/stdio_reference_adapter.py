@@ -5,7 +5,10 @@ Run it with ``kconform run --impl 'exec:python3 examples/stdio_reference_adapter
 It is also the template for an adapter in another language: read a JSON line, dispatch
 on ``cmd``, write one JSON line back with the same ``seq``, flush. It speaks protocol 3:
 it can start from a given state (``reset`` with ``initial``) and performs every step
-kind the reference has.
+kind the reference has. It speaks protocol 4 too: when kconform offers the
+``observation_deltas`` option in ``hello``, it opts in and answers each step after the
+first of a run with only what changed (``conformance.deltas.diff``; an adapter in another
+language writes its own diff, or leaves the option out and sends whole observations).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import sys
 from typing import Any, TextIO
 
 import reference_impl
+from conformance.deltas import diff
 from reference_impl import (
     OBSERVATION_FIELDS,
     REPLICA_FIELDS,
@@ -28,14 +32,20 @@ from reference_impl import (
     step_from_dict,
 )
 
+ENCODE = json.JSONEncoder(separators=(",", ":")).encode  # one encoder, not one per reply
+
 
 class Handler:
     def __init__(self) -> None:
         self.state: reference_impl.State | None = None
+        self.deltas = False  # kconform offered observation_deltas (protocol 4) and we opted in
+        self.previous: dict[str, Any] | None = None  # the run's last observation sent
 
     def cmd_hello(self, request: dict[str, Any]) -> dict[str, Any]:
+        asked = request.get("protocol")
+        self.deltas = asked == 4 and "observation_deltas" in (request.get("options") or ())
         return {
-            "protocol": 3,
+            "protocol": 4 if asked == 4 else 3,
             "implementation": {
                 "name": "reference-stdio",
                 "version": reference_impl.__version__,
@@ -46,6 +56,7 @@ class Handler:
                     "fields": list(OBSERVATION_FIELDS),
                     "replica_fields": list(REPLICA_FIELDS),
                     "initial_state": True,
+                    **({"observation_deltas": True} if self.deltas else {}),
                 },
             },
         }
@@ -54,6 +65,7 @@ class Handler:
         # Protocol 3: "initial" (sent only because the capabilities say initial_state) is
         # the state to start from, every default spelled out.
         self.state = initial_state(config_from_dict(request["config"]), request.get("initial"))
+        self.previous = None  # the first observation of a run is always whole
         return {}
 
     def cmd_step(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -63,7 +75,11 @@ class Handler:
             self.state = reference_impl.apply(self.state, step_from_dict(request["step"]))
         except StepRejected as exc:
             return {"rejected": {"reason": exc.reason, "rule": exc.rule}}
-        return {"observation": observe(self.state), "fired": list(self.state.fired)}
+        observation = observe(self.state)
+        previous, self.previous = self.previous, observation
+        if self.deltas and previous is not None:
+            return {"observation_delta": diff(previous, observation), "fired": list(self.state.fired)}
+        return {"observation": observation, "fired": list(self.state.fired)}
 
     def cmd_close(self, request: dict[str, Any]) -> dict[str, Any]:
         return {}
@@ -78,7 +94,7 @@ def serve(handler: Handler, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdo
             reply = {"seq": seq, "ok": True, **body}
         except (KconformModelError, KeyError, ValueError) as exc:
             reply = {"seq": seq, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
-        stdout.write(json.dumps(reply, separators=(",", ":")) + "\n")
+        stdout.write(ENCODE(reply) + "\n")
         stdout.flush()
         if request.get("cmd") == "close":
             return
