@@ -8,6 +8,7 @@ who leads (LeaderAndIsr on startup).
 
 from __future__ import annotations
 
+from . import epoch_cache
 from .alter_partition import drop_proposals
 from .controller import handle_failures
 from .draft import Draft
@@ -57,7 +58,8 @@ def crash(d: Draft, replica_id: str, unflushed_from: int | None = None) -> None:
 def restart(d: Draft, replica_id: str) -> None:
     """RESTART-1: the broker starts, HW = its checkpoint (clamped to the LEO), and takes
     the role the controller gives it now. RESTART-2: if the controller had not handled the
-    broker's failure yet, it handles it first (CTRL-FAIL-*)."""
+    broker's failure yet, it handles it first (CTRL-FAIL-*). RESTART-3: loading the log
+    drops the epoch-cache entries that start at or after the recovered LEO."""
     replica = d.replicas[d.position[replica_id]]
     if replica.online:
         raise StepRejected("RESTART-PRE-1", f"restart: replica {replica_id} is online")
@@ -72,10 +74,17 @@ def restart(d: Draft, replica_id: str) -> None:
     if replica_id in ctrl.down:
         ctrl = evolve(ctrl, down=tuple([r for r in ctrl.down if r != replica_id]))
         d.controller = ctrl
+    cache = replica.epoch_cache
+    if cache and cache[-1][1] >= replica.leo:
+        # RESTART-3: LogLoader.load (Log.scala's load since 0.11) runs
+        # leaderEpochCache.truncateFromEnd(recovered LEO) on every start, clean or not
+        cache = epoch_cache.truncate_from_end(cache, replica.leo)
+        d.fired.extend(("RESTART-3", "EPOCH-CACHE-2"))
     d.put(
         evolve(
             replica,
             online=True,
+            epoch_cache=cache,
             hw=min(replica.checkpoint_hw, replica.leo),
             role=NO_ROLE,
             leader=None,

@@ -136,11 +136,12 @@ def test_a_missing_build_names_the_build_command(tmp_path: Path, monkeypatch: py
 
 
 def test_kafka_passes_the_candidate_fixtures_the_reference_fails(built: Path) -> None:
-    """The two open candidate reference errors (docs/kafka.md) state what Kafka 4.x does; if
+    """The open candidate reference errors (docs/kafka.md) state what Kafka 4.x does; if
     the adapter stops showing it (or the reference starts to), the classification is stale.
-    (Candidate 2 is settled: the reference's CTRL-FAIL-3, fixture ctrl-dead-follower-hw-moves-kraft.)"""
+    (Settled: candidate 1 by RESTART-3, fixture restart-drops-epoch-entry-at-leo; candidate 2
+    by CTRL-FAIL-3, fixture ctrl-dead-follower-hw-moves-kraft.)"""
     fixtures, problems = kconform.load_fixtures([Path(built) / "candidates"])
-    assert not problems and len(fixtures) == 2
+    assert not problems and len(fixtures) == 1
     document = kconform.run_suite(
         [
             kconform.Implementation("kafka", kconform.resolve("kafka")),
