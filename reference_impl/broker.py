@@ -74,17 +74,10 @@ def restart(d: Draft, replica_id: str) -> None:
     if replica_id in ctrl.down:
         ctrl = evolve(ctrl, down=tuple([r for r in ctrl.down if r != replica_id]))
         d.controller = ctrl
-    cache = replica.epoch_cache
-    if cache and cache[-1][1] >= replica.leo:
-        # RESTART-3: LogLoader.load (Log.scala's load since 0.11) runs
-        # leaderEpochCache.truncateFromEnd(recovered LEO) on every start, clean or not
-        cache = epoch_cache.truncate_from_end(cache, replica.leo)
-        d.fired.extend(("RESTART-3", "EPOCH-CACHE-2"))
     d.put(
         evolve(
             replica,
             online=True,
-            epoch_cache=cache,
             hw=min(replica.checkpoint_hw, replica.leo),
             role=NO_ROLE,
             leader=None,
@@ -94,5 +87,12 @@ def restart(d: Draft, replica_id: str) -> None:
         )
     )
     d.fired.append("RESTART-1")
+    # RESTART-3: LogLoader.load (kafka.log.Log's constructor since 0.11) cuts the cache at
+    # the recovered LEO on every start, clean or not: an (epoch, LEO) entry is gone
+    loaded = d.replicas[d.position[replica_id]]
+    d.put(evolve(loaded, epoch_cache=epoch_cache.truncate_from_end(loaded.epoch_cache, loaded.leo)))
+    if loaded.epoch_cache and loaded.epoch_cache[-1][1] >= loaded.leo:
+        d.fired.extend(("RESTART-3", "EPOCH-CACHE-2"))
+
     if ctrl.leader is not None:
         become_follower(d, replica_id, ctrl.leader, ctrl.epoch)
