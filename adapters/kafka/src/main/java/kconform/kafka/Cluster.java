@@ -1010,9 +1010,9 @@ final class Cluster implements AutoCloseable {
                 target = Math.min(leaderEndOffset, replicaEnd);
             }
         }
-        if (target < replicaEnd) {
-            f.partition.truncateTo(target, false);
-        }
+        // ReplicaFetcherThread.truncate calls Partition.truncateTo whatever the target: at or past
+        // the LEO it removes no record but still drops the cache entries from the LEO (KAFKA-10706).
+        f.partition.truncateTo(target, false);
         f.fetchOffset = target;
         // updateFetchOffsetAndMaybeMarkTruncationComplete: with truncation on fetch the state is
         // Fetching even when the truncation is not complete; the next fetch carries the new epoch.
