@@ -150,7 +150,7 @@ final class Cluster implements AutoCloseable {
         checkpointIntervalMs = ((Number) config.get("replica_high_watermark_checkpoint_interval_ms")).longValue();
         requestTimeoutMs = ((Number) config.get("request_timeout_ms")).longValue();
         fetchWaitMs = ((Number) config.get("replica_fetch_wait_max_ms")).longValue();
-        root = Files.createTempDirectory("kconform-kafka-").toFile();
+        root = Files.createTempDirectory(DIR_PREFIX + ProcessHandle.current().pid() + "-").toFile();
         for (int i = 0; i < names.size(); i++) {
             Broker b = new Broker(names.get(i), i, new File(root, names.get(i)));
             brokers.add(b);
@@ -331,6 +331,32 @@ final class Cluster implements AutoCloseable {
             }
         }
         deleteRecursively(root);
+    }
+
+    static final String DIR_PREFIX = "kconform-kafka-";
+
+    /**
+     * Removes the log directories that adapters killed before their close left behind (kconform
+     * kills an adapter that failed a step; with the logs in memory, /dev/shm, they would add up):
+     * those whose process id is no longer running.
+     */
+    static void sweepLeftovers() {
+        File[] dirs = new File(System.getProperty("java.io.tmpdir")).listFiles(
+            (dir, n) -> n.startsWith(DIR_PREFIX));
+        if (dirs == null) {
+            return;
+        }
+        for (File d : dirs) {
+            String[] parts = d.getName().substring(DIR_PREFIX.length()).split("-", 2);
+            try {
+                long pid = Long.parseLong(parts[0]);
+                if (pid != ProcessHandle.current().pid() && ProcessHandle.of(pid).isEmpty()) {
+                    deleteRecursively(d);
+                }
+            } catch (NumberFormatException e) {
+                // not one of ours (an older adapter's name): leave it
+            }
+        }
     }
 
     private static void deleteRecursively(File f) {
@@ -798,11 +824,14 @@ final class Cluster implements AutoCloseable {
             throw new Rejected("FETCH-PRE-1", name + " already has a fetch outstanding");
         }
         UnifiedLog log = f.partition.localLogOrException();
+        if (!f.truncating) {
+            maxBytesFor(l, f.fetchOffset, maxRecords); // refuse before anything changes
+        }
         if (f.truncating) {
             maybeTruncate(f, l, log);
         }
         long waitMs = maxWaitMs != null ? maxWaitMs : fetchWaitMs;
-        int maxBytes = maxRecords == null ? MAX_BYTES : bytesFor(l, f.fetchOffset, maxRecords);
+        int maxBytes = maxBytesFor(l, f.fetchOffset, maxRecords);
         FetchParams params = new FetchParams(f.id, f.brokerEpoch, waitMs, 1, maxBytes, FetchIsolation.LOG_END,
             Optional.empty());
         FetchRequest.PartitionData data = new FetchRequest.PartitionData(TOPIC_ID, f.fetchOffset,
@@ -820,10 +849,24 @@ final class Cluster implements AutoCloseable {
         }
     }
 
+    /** bytesFor, with a max_records Kafka cannot express refused (the session stays usable). */
+    private int maxBytesFor(Broker leader, long fetchOffset, Integer maxRecords) throws Rejected, IOException {
+        if (maxRecords == null) {
+            return MAX_BYTES;
+        }
+        try {
+            return bytesFor(leader, fetchOffset, maxRecords);
+        } catch (IllegalArgumentException e) {
+            throw new Rejected("FETCH-LEADER-3", e.getMessage());
+        }
+    }
+
     /**
      * max_records stands for replica.fetch.max.bytes (FETCH-LEADER-3): the bytes of the whole
      * batches from the fetch offset that hold at most that many records. Kafka never splits a
-     * batch, and returns the first batch even when it is larger (minOneMessage).
+     * batch: a limit ending inside a later batch stops before it (fewer records, as CHOICE-4
+     * allows); one ending inside the first batch has no counterpart, since Kafka would return
+     * that whole batch (minOneMessage), more records than asked.
      */
     private int bytesFor(Broker leader, long fetchOffset, int maxRecords) throws IOException {
         if (!leader.online || leader.partition == null || leader.partition.log().isEmpty()) {
@@ -838,7 +881,7 @@ final class Cluster implements AutoCloseable {
         for (RecordBatch batch : log.read(fetchOffset, MAX_BYTES, FetchIsolation.LOG_END, true).records.batches()) {
             long n = batch.lastOffset() - Math.max(batch.baseOffset(), fetchOffset) + 1;
             if (records + n > maxRecords) {
-                if (records < maxRecords) {
+                if (records == 0) {
                     throw new IllegalArgumentException("max_records " + maxRecords + " ends inside a batch of " + n
                         + " records at offset " + (fetchOffset + records) + ": Kafka fetches whole batches"
                         + " (replica.fetch.max.bytes), so this fetch has no Kafka counterpart");

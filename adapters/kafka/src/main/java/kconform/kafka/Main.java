@@ -28,6 +28,7 @@ public final class Main {
         System.setOut(System.err);
         ObjectMapper json = new ObjectMapper().disable(SerializationFeature.FAIL_ON_EMPTY_BEANS);
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        Cluster.sweepLeftovers();
         Main handler = new Main();
         String line;
         while ((line = in.readLine()) != null) {
