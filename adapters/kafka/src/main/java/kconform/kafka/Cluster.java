@@ -433,6 +433,13 @@ final class Cluster implements AutoCloseable {
             public CompletableFuture<LeaderAndIsr> submit(org.apache.kafka.server.common.TopicIdPartition tip,
                                                           LeaderAndIsr request) {
                 CompletableFuture<LeaderAndIsr> answer = new CompletableFuture<>();
+                if (b.proposal != null) {
+                    // DefaultAlterPartitionManager keeps one request per partition until its answer:
+                    // a second one is not attempted (Partition resets to the committed state).
+                    answer.completeExceptionally(new org.apache.kafka.common.errors.OperationNotAttemptedException(
+                        "an AlterPartition request of " + b.name + " is still in flight"));
+                    return answer;
+                }
                 b.proposal = new Broker.Proposal(request, answer);
                 return answer;
             }
@@ -935,7 +942,15 @@ final class Cluster implements AutoCloseable {
                     if (p.maxRecords() != null) {
                         // replica.fetch.max.bytes stands for max_records: the bytes are those of the
                         // batches there are now (an error if it would cut one).
-                        int maxBytes = bytesFor(l, p.data().fetchOffset, p.maxRecords());
+                        int maxBytes;
+                        try {
+                            maxBytes = bytesFor(l, p.data().fetchOffset, p.maxRecords());
+                        } catch (IllegalArgumentException e) {
+                            // The first batch holds more records than max_records: Kafka answers it
+                            // whole (minOneMessage), which the spec's fetch cannot express; the
+                            // judge sees the extra records (docs/kafka.md, "no Kafka counterpart").
+                            maxBytes = 1;
+                        }
                         FetchParams params = new FetchParams(p.params().replicaId, p.params().replicaEpoch,
                             p.params().maxWaitMs, p.params().minBytes, maxBytes, p.params().isolation,
                             p.params().clientMetadata);
