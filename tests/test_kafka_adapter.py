@@ -113,11 +113,16 @@ def test_every_runnable_bundled_fixture_passes_exactly_or_cannot_be_expressed(bu
     impl = kconform.Implementation("kafka", kconform.resolve("kafka"))
     document = kconform.run_suite([impl], fixtures, level="exact")
     counts = kconform.status_counts(document)
-    failed = {r["fixture"] for r in document["results"] if r["status"] not in ("PASS", "SKIP", "ERROR")}
-    assert failed == set(CANDIDATE_REFERENCE_ERRORS), failed
-    # The only errors: a max_records that cuts a batch, which Kafka cannot do (docs/kafka.md).
-    errors = [r for r in document["results"] if r["status"] == "ERROR"]
-    assert all("Kafka fetches whole batches" in r["reason"] for r in errors), [r["reason"] for r in errors]
+    failed = {r["fixture"] for r in document["results"] if r["status"] not in ("PASS", "SKIP")}
+    cannot = {
+        r["fixture"]
+        for r in document["results"]
+        if r["status"] == "FAIL" and all("Kafka fetches whole batches" in str(f["actual"]) for f in r["failures"])
+    }
+    # The only failures: a max_records that ends inside a produce's batch, which Kafka cannot
+    # express (refused, docs/kafka.md), and the open candidate reference errors, if any.
+    assert failed - cannot == set(CANDIDATE_REFERENCE_ERRORS), failed - cannot
+    assert len(cannot) <= 5, cannot
     assert counts["PASS"] >= 40
 
 
