@@ -242,6 +242,15 @@ final class Cluster implements AutoCloseable {
             }
             // makeLeader may have moved the HW (an ISR of one); the given state says where it is.
             log.updateHighWatermark(((Number) rs.get("hw")).longValue());
+            if ("leader".equals(b.role)) {
+                // makeLeader took the LEO as the start of the leader's epoch; the given cache says
+                // where the epoch started (the leader has led since then): ISR joins need it.
+                for (EpochEntry e : cache) {
+                    if (e.epoch() == knownEpoch) {
+                        b.partition.leaderEpochStartOffsetOpt_$eq(Option.apply((Object) e.startOffset()));
+                    }
+                }
+            }
             Map<String, Object> remote = (Map<String, Object>) rs.get("remote_leo");
             if (remote != null && "leader".equals(b.role)) {
                 for (Map.Entry<String, Object> e : remote.entrySet()) {
