@@ -3,9 +3,12 @@
 Start-up: from spawning the JVM to the answer to ``hello``, over several fresh processes.
 Steps: every bundled fixture the adapter runs (diverging-epoch, only step kinds it has),
 replayed PASSES times through one process; ``reset`` (new temporary log directories, a
-LogManager and a Partition per broker) is timed apart from the steps. Usage:
+LogManager and a Partition per broker) is timed apart from the steps. With ``--corpus``,
+also the rate through kconform's own runner (each trace judged against the reference at
+level settled, as ``kconform replay`` does, inline in one process): the first
+``--traces`` diverging-epoch traces of that corpus. Usage:
 
-    .venv/bin/python benchmarks/bench_kafka.py [--starts 5] [--passes 3] [--smoke]
+    .venv/bin/python benchmarks/bench_kafka.py [--starts 5] [--passes 3] [--corpus out/corpus-k10k --traces 200] [--smoke]
 
 ``--smoke``: one start, one pass over 3 fixtures, and no build (it exits with code 3 and
 the reason when the adapter is not built or java is missing; the smoke test skips then).
@@ -21,8 +24,12 @@ import time
 from tabulate import tabulate
 
 from conformance import kafka_impl
+from conformance.corpus.format import Trace
+from conformance.corpus.reading import plan_splits, read_split
 from conformance.fixtures import Fixture, load_fixtures
 from conformance.paths import FIXTURES_DIR
+from conformance.runner import run_fixture
+from conformance.stdio import StdioAdapter
 
 UNSUPPORTED_FIELDS = ("max_records", "unflushed_from")
 
@@ -51,11 +58,37 @@ def startup(starts: int) -> list[float]:
     return samples
 
 
+def corpus_rate(adapter: StdioAdapter, corpus: str, traces: int) -> tuple[int, int, float]:
+    """(traces, steps, seconds) judging the first ``traces`` diverging-epoch traces of ``corpus``."""
+    from pathlib import Path
+
+    description = adapter.describe()
+    chosen: list[Trace] = []
+    for split in plan_splits([Path(corpus)]):
+        for item in read_split(split):
+            if isinstance(item, Trace) and item.fixture.config.generation.value == "diverging-epoch":
+                chosen.append(item)
+            if len(chosen) >= traces:
+                break
+        if len(chosen) >= traces:
+            break
+    steps = 0
+    t0 = time.perf_counter()
+    for item in chosen:
+        result = run_fixture(adapter, description, item.fixture, "kafka", item.rules, "settled")
+        steps += result.steps_run
+        if result.outcome == "errored":
+            adapter.restart()
+    return len(chosen), steps, time.perf_counter() - t0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, no build, seconds (tests run it)")
+    parser.add_argument("--corpus", help="also judge corpus traces through kconform (a kconform generate folder)")
+    parser.add_argument("--traces", type=int, default=200)
     args = parser.parse_args()
     if args.smoke:
         args.starts, args.passes = 1, 1
@@ -94,6 +127,7 @@ def main() -> None:
         if n:
             reset_s.append(resets / len(chosen))
             step_s.append(stepping / steps)
+    replayed = corpus_rate(adapter, args.corpus, args.traces) if args.corpus else None
     adapter.close()
     rows = [
         ["start-up (spawn to hello)", f"{statistics.median(starts) * 1e3:,.0f} ms", f"min {min(starts) * 1e3:,.0f} ms"],
@@ -104,6 +138,15 @@ def main() -> None:
         f"Kafka {described.version}: {len(chosen)} fixtures, {steps} steps per pass, "
         f"median of {args.passes} passes after a warm-up pass; {args.starts} starts\n"
     )
+    if replayed is not None:
+        n, replay_steps, seconds = replayed
+        rows.append(
+            [
+                f"judged replay ({n} traces, {replay_steps} steps)",
+                f"{seconds / max(replay_steps, 1) * 1e3:,.2f} ms",
+                f"{replay_steps / seconds:,.0f} steps/s",
+            ]
+        )
     print(tabulate(rows, headers=["what", "median", ""], tablefmt="github"))
 
 

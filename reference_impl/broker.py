@@ -8,6 +8,7 @@ who leads (LeaderAndIsr on startup).
 
 from __future__ import annotations
 
+from . import epoch_cache
 from .alter_partition import drop_proposals
 from .controller import handle_failures
 from .draft import Draft
@@ -57,7 +58,8 @@ def crash(d: Draft, replica_id: str, unflushed_from: int | None = None) -> None:
 def restart(d: Draft, replica_id: str) -> None:
     """RESTART-1: the broker starts, HW = its checkpoint (clamped to the LEO), and takes
     the role the controller gives it now. RESTART-2: if the controller had not handled the
-    broker's failure yet, it handles it first (CTRL-FAIL-*)."""
+    broker's failure yet, it handles it first (CTRL-FAIL-*). RESTART-3: loading the log
+    drops the epoch-cache entries that start at or after the recovered LEO."""
     replica = d.replicas[d.position[replica_id]]
     if replica.online:
         raise StepRejected("RESTART-PRE-1", f"restart: replica {replica_id} is online")
@@ -85,5 +87,12 @@ def restart(d: Draft, replica_id: str) -> None:
         )
     )
     d.fired.append("RESTART-1")
+    # RESTART-3: LogLoader.load (kafka.log.Log's constructor since 0.11) cuts the cache at
+    # the recovered LEO on every start, clean or not: an (epoch, LEO) entry is gone
+    loaded = d.replicas[d.position[replica_id]]
+    d.put(evolve(loaded, epoch_cache=epoch_cache.truncate_from_end(loaded.epoch_cache, loaded.leo)))
+    if loaded.epoch_cache and loaded.epoch_cache[-1][1] >= loaded.leo:
+        d.fired.extend(("RESTART-3", "EPOCH-CACHE-2"))
+
     if ctrl.leader is not None:
         become_follower(d, replica_id, ctrl.leader, ctrl.epoch)

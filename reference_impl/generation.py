@@ -51,6 +51,10 @@ class Profile:
     caught_up_from_previous_fetch: bool
     """ISR-CAUGHT-UP-2 (else -1): a fetch reaching the LEO the leader had at the previous
     fetch makes the follower caught up as of that fetch."""
+    reelection_forgets_out_of_sync_fetch: bool
+    """LAI-2: a re-elected leader takes the previous fetch of a follower outside the ISR as
+    never made (3.3+ ``Replica.resetReplicaState``); else as made at its LEO now (2.x
+    ``resetLastCaughtUpTime``)."""
     shrink_spares_follower_at_leo: bool
     """ISR-SHRINK-2 (else -1): a lagging follower whose LEO equals the leader's stays."""
     isr_join_needs_epoch_start: bool
@@ -85,6 +89,7 @@ PROFILES: dict[Generation, Profile] = {
         fences_request_epochs=False,
         hw_counts_caught_up=False,
         caught_up_from_previous_fetch=False,
+        reelection_forgets_out_of_sync_fetch=False,
         shrink_spares_follower_at_leo=False,
         isr_join_needs_epoch_start=False,
         halts_on_out_of_range=True,
@@ -103,6 +108,7 @@ PROFILES: dict[Generation, Profile] = {
         fences_request_epochs=True,
         hw_counts_caught_up=True,
         caught_up_from_previous_fetch=True,
+        reelection_forgets_out_of_sync_fetch=False,
         shrink_spares_follower_at_leo=True,
         isr_join_needs_epoch_start=True,
         halts_on_out_of_range=False,
@@ -121,6 +127,7 @@ PROFILES: dict[Generation, Profile] = {
         fences_request_epochs=True,
         hw_counts_caught_up=True,
         caught_up_from_previous_fetch=True,
+        reelection_forgets_out_of_sync_fetch=True,
         shrink_spares_follower_at_leo=True,
         isr_join_needs_epoch_start=True,
         halts_on_out_of_range=False,

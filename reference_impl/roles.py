@@ -16,9 +16,13 @@ def become_leader(d: Draft, replica_id: str, epoch: int) -> None:
 
     Epoch generations record ``(epoch, LEO)`` in the cache at once (KIP-279, so a
     follower with later-epoch entries can still truncate right). The leader's view of
-    each follower is reset: remote LEO unknown (-1) for a new leader, ISR members
-    counted as caught up now (``Replica.resetReplicaState``). Then the HW may move, since
-    the ISR may be down to the leader alone.
+    each follower is reset (``Replica.resetReplicaState``; 2.x ``resetLastCaughtUpTime``
+    then ``updateFetchState`` with unknown offsets): ISR members caught up now, others
+    never. A new leader knows neither a follower's LEO nor its previous fetch (-1, time
+    0), so only a fetch from now on makes a follower outside the ISR caught up. A
+    re-elected leader keeps the LEOs and takes the previous fetch as made at its LEO now,
+    from 3.3 only for ISR members (``reelection_forgets_out_of_sync_fetch``). Then the
+    HW may move, since the ISR may be down to the leader alone.
     """
     replica = d.replicas[d.position[replica_id]]
     now = d.clock_ms
@@ -32,16 +36,23 @@ def become_leader(d: Draft, replica_id: str, epoch: int) -> None:
     # FollowerProgress(replica, remote_leo, last_caught_up_ms, last_fetch_leader_leo,
     # last_fetch_ms), positionally: this runs on every election.
     if was_leader:
+        forgets = d.profile.reelection_forgets_out_of_sync_fetch
         progress = tuple(
             [
-                FollowerProgress(p.replica, p.remote_leo, now if p.replica in isr else None, leo, now)
+                FollowerProgress(
+                    p.replica,
+                    p.remote_leo,
+                    now if p.replica in isr else None,
+                    leo,
+                    now if p.replica in isr or not forgets else None,
+                )
                 for p in replica.progress
             ]
         )
     else:
         progress = tuple(
             [
-                FollowerProgress(other, None, now if other in isr else None, leo, now)
+                FollowerProgress(other, None, now if other in isr else None, None, None)
                 for other in d.config.replicas
                 if other != replica_id
             ]

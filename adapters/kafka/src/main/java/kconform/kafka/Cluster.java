@@ -150,7 +150,7 @@ final class Cluster implements AutoCloseable {
         checkpointIntervalMs = ((Number) config.get("replica_high_watermark_checkpoint_interval_ms")).longValue();
         requestTimeoutMs = ((Number) config.get("request_timeout_ms")).longValue();
         fetchWaitMs = ((Number) config.get("replica_fetch_wait_max_ms")).longValue();
-        root = Files.createTempDirectory("kconform-kafka-").toFile();
+        root = Files.createTempDirectory(DIR_PREFIX + ProcessHandle.current().pid() + "-").toFile();
         for (int i = 0; i < names.size(); i++) {
             Broker b = new Broker(names.get(i), i, new File(root, names.get(i)));
             brokers.add(b);
@@ -242,6 +242,15 @@ final class Cluster implements AutoCloseable {
             }
             // makeLeader may have moved the HW (an ISR of one); the given state says where it is.
             log.updateHighWatermark(((Number) rs.get("hw")).longValue());
+            if ("leader".equals(b.role)) {
+                // makeLeader took the LEO as the start of the leader's epoch; the given cache says
+                // where the epoch started (the leader has led since then): ISR joins need it.
+                for (EpochEntry e : cache) {
+                    if (e.epoch() == knownEpoch) {
+                        b.partition.leaderEpochStartOffsetOpt_$eq(Option.apply((Object) e.startOffset()));
+                    }
+                }
+            }
             Map<String, Object> remote = (Map<String, Object>) rs.get("remote_leo");
             if (remote != null && "leader".equals(b.role)) {
                 for (Map.Entry<String, Object> e : remote.entrySet()) {
@@ -333,6 +342,32 @@ final class Cluster implements AutoCloseable {
         deleteRecursively(root);
     }
 
+    static final String DIR_PREFIX = "kconform-kafka-";
+
+    /**
+     * Removes the log directories that adapters killed before their close left behind (kconform
+     * kills an adapter that failed a step; with the logs in memory, /dev/shm, they would add up):
+     * those whose process id is no longer running.
+     */
+    static void sweepLeftovers() {
+        File[] dirs = new File(System.getProperty("java.io.tmpdir")).listFiles(
+            (dir, n) -> n.startsWith(DIR_PREFIX));
+        if (dirs == null) {
+            return;
+        }
+        for (File d : dirs) {
+            String[] parts = d.getName().substring(DIR_PREFIX.length()).split("-", 2);
+            try {
+                long pid = Long.parseLong(parts[0]);
+                if (pid != ProcessHandle.current().pid() && ProcessHandle.of(pid).isEmpty()) {
+                    deleteRecursively(d);
+                }
+            } catch (NumberFormatException e) {
+                // not one of ours (an older adapter's name): leave it
+            }
+        }
+    }
+
     private static void deleteRecursively(File f) {
         File[] children = f.listFiles();
         if (children != null) {
@@ -407,6 +442,13 @@ final class Cluster implements AutoCloseable {
             public CompletableFuture<LeaderAndIsr> submit(org.apache.kafka.server.common.TopicIdPartition tip,
                                                           LeaderAndIsr request) {
                 CompletableFuture<LeaderAndIsr> answer = new CompletableFuture<>();
+                if (b.proposal != null) {
+                    // DefaultAlterPartitionManager keeps one request per partition until its answer:
+                    // a second one is not attempted (Partition resets to the committed state).
+                    answer.completeExceptionally(new org.apache.kafka.common.errors.OperationNotAttemptedException(
+                        "an AlterPartition request of " + b.name + " is still in flight"));
+                    return answer;
+                }
                 b.proposal = new Broker.Proposal(request, answer);
                 return answer;
             }
@@ -798,11 +840,14 @@ final class Cluster implements AutoCloseable {
             throw new Rejected("FETCH-PRE-1", name + " already has a fetch outstanding");
         }
         UnifiedLog log = f.partition.localLogOrException();
+        if (!f.truncating) {
+            maxBytesFor(l, f.fetchOffset, maxRecords); // refuse before anything changes
+        }
         if (f.truncating) {
             maybeTruncate(f, l, log);
         }
         long waitMs = maxWaitMs != null ? maxWaitMs : fetchWaitMs;
-        int maxBytes = maxRecords == null ? MAX_BYTES : bytesFor(l, f.fetchOffset, maxRecords);
+        int maxBytes = maxBytesFor(l, f.fetchOffset, maxRecords);
         FetchParams params = new FetchParams(f.id, f.brokerEpoch, waitMs, 1, maxBytes, FetchIsolation.LOG_END,
             Optional.empty());
         FetchRequest.PartitionData data = new FetchRequest.PartitionData(TOPIC_ID, f.fetchOffset,
@@ -820,10 +865,24 @@ final class Cluster implements AutoCloseable {
         }
     }
 
+    /** bytesFor, with a max_records Kafka cannot express refused (the session stays usable). */
+    private int maxBytesFor(Broker leader, long fetchOffset, Integer maxRecords) throws Rejected, IOException {
+        if (maxRecords == null) {
+            return MAX_BYTES;
+        }
+        try {
+            return bytesFor(leader, fetchOffset, maxRecords);
+        } catch (IllegalArgumentException e) {
+            throw new Rejected("FETCH-LEADER-3", e.getMessage());
+        }
+    }
+
     /**
      * max_records stands for replica.fetch.max.bytes (FETCH-LEADER-3): the bytes of the whole
      * batches from the fetch offset that hold at most that many records. Kafka never splits a
-     * batch, and returns the first batch even when it is larger (minOneMessage).
+     * batch: a limit ending inside a later batch stops before it (fewer records, as CHOICE-4
+     * allows); one ending inside the first batch has no counterpart, since Kafka would return
+     * that whole batch (minOneMessage), more records than asked.
      */
     private int bytesFor(Broker leader, long fetchOffset, int maxRecords) throws IOException {
         if (!leader.online || leader.partition == null || leader.partition.log().isEmpty()) {
@@ -838,7 +897,7 @@ final class Cluster implements AutoCloseable {
         for (RecordBatch batch : log.read(fetchOffset, MAX_BYTES, FetchIsolation.LOG_END, true).records.batches()) {
             long n = batch.lastOffset() - Math.max(batch.baseOffset(), fetchOffset) + 1;
             if (records + n > maxRecords) {
-                if (records < maxRecords) {
+                if (records == 0) {
                     throw new IllegalArgumentException("max_records " + maxRecords + " ends inside a batch of " + n
                         + " records at offset " + (fetchOffset + records) + ": Kafka fetches whole batches"
                         + " (replica.fetch.max.bytes), so this fetch has no Kafka counterpart");
@@ -892,7 +951,15 @@ final class Cluster implements AutoCloseable {
                     if (p.maxRecords() != null) {
                         // replica.fetch.max.bytes stands for max_records: the bytes are those of the
                         // batches there are now (an error if it would cut one).
-                        int maxBytes = bytesFor(l, p.data().fetchOffset, p.maxRecords());
+                        int maxBytes;
+                        try {
+                            maxBytes = bytesFor(l, p.data().fetchOffset, p.maxRecords());
+                        } catch (IllegalArgumentException e) {
+                            // The first batch holds more records than max_records: Kafka answers it
+                            // whole (minOneMessage), which the spec's fetch cannot express; the
+                            // judge sees the extra records (docs/kafka.md, "no Kafka counterpart").
+                            maxBytes = 1;
+                        }
                         FetchParams params = new FetchParams(p.params().replicaId, p.params().replicaEpoch,
                             p.params().maxWaitMs, p.params().minBytes, maxBytes, p.params().isolation,
                             p.params().clientMetadata);
@@ -1010,9 +1077,9 @@ final class Cluster implements AutoCloseable {
                 target = Math.min(leaderEndOffset, replicaEnd);
             }
         }
-        if (target < replicaEnd) {
-            f.partition.truncateTo(target, false);
-        }
+        // ReplicaFetcherThread.truncate calls Partition.truncateTo whatever the target: at or past
+        // the LEO it removes no record but still drops the cache entries from the LEO (KAFKA-10706).
+        f.partition.truncateTo(target, false);
         f.fetchOffset = target;
         // updateFetchOffsetAndMaybeMarkTruncationComplete: with truncation on fetch the state is
         // Fetching even when the truncation is not complete; the next fetch carries the new epoch.
