@@ -38,6 +38,9 @@ CANDIDATE_REFERENCE_ERRORS = {
     "kafka-10706-epoch-cache-cleaned-diverging-epoch": "step 1: the adapter's Kafka keeps the (3, 2) entry that "
     "TRUNC-2 drops; UnifiedLog.truncateTo drops entries from the LEO since KAFKA-10706, so the adapter's own "
     "fetcher flow (given state, truncation on a diverging epoch) is suspected (docs/kafka.md, open)",
+    "epoch-query-undefined-epoch/diverging-epoch": "step 5: the adapter passes current_leader_epoch -1 as "
+    "Optional.of(-1) where Kafka's request path passes Optional.empty() (RequestUtils.getLeaderEpoch, "
+    "EPOCH-QUERY-3): an adapter mapping, open (docs/kafka.md, 'Not done yet')",
 }
 """Bundled fixtures Kafka fails where the reference or the adapter's mapping may be wrong:
 each classified, open, in docs/kafka.md."""
