@@ -21,7 +21,9 @@ the very millisecond of a scheduled HW checkpoint, the order of the two differs 
 format 1 and the loader says so instead of migrating. A fixture without ``format:`` is read
 as format 2; but if it runs under ``diverging-epoch``, never delivers a proposal and the
 leader makes one, it may have been written for format 1, and the loader asks which
-(``ambiguous_under_current``).
+(``ambiguous_under_current``); unless it starts from a given state (``initial:``), which
+reached the main line in the same merge as ``deliver_alter_partition`` (31be373): such a
+fixture was written for format 2 at least.
 """
 
 from __future__ import annotations

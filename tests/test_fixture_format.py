@@ -134,14 +134,10 @@ def test_format_1_refuses_where_a_checkpoint_shares_the_millisecond(tmp_path: Pa
 
 
 def test_bundled_fixtures_read_as_the_current_format() -> None:
-    """Three bundled fixtures leave a proposal in flight on purpose and say format: 2; the
-    others need no format line."""
+    """One bundled fixture leaves a proposal in flight on purpose, without a given state,
+    and says format: 2; the others need no format line."""
     stated = [f for f in bundled_fixtures() if "format: 2" in Path(f.path).read_text(encoding="utf-8")]
-    assert {Path(f.path).name for f in stated} == {
-        "fetcher-diverging-epochs.yaml",
-        "fetcher-out-of-range-low.yaml",
-        "05b-data-loss-diverging-epoch.yaml",
-    }
+    assert {Path(f.path).name for f in stated} == {"05b-data-loss-diverging-epoch.yaml"}
 
 
 VARYING = """\
@@ -294,3 +290,13 @@ def test_a_proposal_in_flight_when_the_follower_is_fenced_is_refused() -> None:
     for do in steps:
         state = apply(state, step_from_dict(do))
     assert "ISR-ALTER-4" in state.fired and state.controller.isr == ("A", "B")
+
+
+def test_a_fixture_from_a_given_state_is_at_least_format_2(tmp_path: Path) -> None:
+    """``initial:`` arrived with ``deliver_alter_partition``: no question asked."""
+    text = SHRINK.replace("steps:\n", "initial: {leader: A}\nsteps:\n").replace(
+        "      isr: [A]\n      replicas: {A: {hw: 1}}", "      isr: [A, B]"
+    )
+    text = text.replace("      replicas: {A: {hw: 2}}", "      replicas: {A: {hw: 0}}")
+    [fixture] = load_fixture_file(write(tmp_path, text))
+    assert [fs.step.kind for fs in fixture.steps] == ["produce", "tick", "produce"]
