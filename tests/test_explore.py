@@ -76,9 +76,10 @@ def test_replay_finds_a_zoo_members_disagreement_as_a_fixture_that_kills_it(tmp_
     assert replay(ReferenceAdapter(), config, tree, result) is None  # the reference agrees with itself
     mutant = ZOO["hw-truncation-on-restart-under-epochs"]()  # HW truncation kept under leader epochs
     found = replay(mutant, config, tree, result)
-    # crash A, restart A (the controller handles the bounce first, RESTART-2): A follows B and the
-    # mutant truncates it to its HW, 0, which drops the entry of the epoch A led without writing (TRUNC-2)
-    assert found is not None and found.field == "replicas.A.epoch_cache" and len(found.path) == 2
+    # produce, crash A, restart A (the controller handles the bounce first, RESTART-2): A follows B
+    # and the mutant truncates it to its HW, 0, losing the record. (Crash and restart alone no longer
+    # tell: the reference's restart drops the entry of the epoch A led without writing too, RESTART-3.)
+    assert found is not None and found.field == "replicas.A.leo" and len(found.path) == 3
     witness = tmp_path / "w.yaml"
     witness.write_text(witness_fixture(config, found.path, "w", "t"), encoding="utf-8")
     [fixture] = load_fixture_file(witness)
