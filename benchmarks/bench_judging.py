@@ -58,8 +58,11 @@ election or a truncation every few dozen steps."""
 def mixed_walk(length: int, seed: int = 3, config: Any = None, state: Any = None) -> tuple[Any, list[Any]]:
     """A seeded walk of ``length`` steps over the reference's enabled steps, weighted by
     ``KIND_WEIGHTS``: produces (acks all and 1), fetches, deliveries, ticks, crashes (some
-    with a power failure), restarts, elections, consumes. Returns (initial state, steps)."""
+    with a power failure), restarts, elections, consumes of the last few committed records
+    (a consume from 0 reads the whole log: its cost is what it reads, not judging's).
+    Returns (initial state, steps)."""
     from reference_impl import Config, Generation, apply, enabled_steps, initial_state
+    from reference_impl.steps import Consume
 
     rng = random.Random(seed)
     if state is None:
@@ -79,6 +82,10 @@ def mixed_walk(length: int, seed: int = 3, config: Any = None, state: Any = None
         kinds = sorted(by_kind)
         kind = rng.choices(kinds, [KIND_WEIGHTS.get(k, 1.0) for k in kinds])[0]
         step = rng.choice(by_kind[kind])
+        if kind == "consume":  # the last few committed records: a consume costs what it reads
+            leader = state.controller.leader
+            hw = state.replica(leader).hw if leader is not None else 0
+            step = Consume(offset=max(0, hw - 5))
         state = apply(state, step)
         steps.append(step)
     return start, steps

@@ -56,7 +56,6 @@ _FETCH_STATE = {state: state.value for state in FetchState}
 
 def observe_replica(replica: Replica) -> dict[str, Any]:
     log = replica.log
-    records = log.rendered()
     out: dict[str, Any] = {
         "online": replica.online,
         "role": _ROLE[replica.role],
@@ -65,7 +64,7 @@ def observe_replica(replica: Replica) -> dict[str, Any]:
         "leo": log.end,
         "hw": replica.hw,
         "checkpoint_hw": replica.checkpoint_hw,
-        "log": records[replica.log_start :] if replica.log_start else records,
+        "log": log.rendered(replica.log_start),
         "epoch_cache": epoch_cache.render(replica.epoch_cache),
         "fetch_state": _FETCH_STATE[replica.fetch_state],
     }
