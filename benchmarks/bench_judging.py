@@ -222,13 +222,31 @@ def replay_rate(traces: int, repeat: int) -> dict[str, float]:
                 replay_split(ReplayTask(split=split, index=i, impls=("reference",), timeout_s=10, results_dir=None))
             best = min(best, CLOCK() - t0)
         total = _corpus_steps(folder)
-    return {"replay traces": traces, "replay steps": total, "replay CPU s": best, "replay steps per CPU s": total / best}
+    return {
+        "replay traces": traces,
+        "replay steps": total,
+        "replay CPU s": best,
+        "replay steps per CPU s": total / best,
+    }
 
 
 def _generate(traces: int, folder: Path) -> None:
     from conformance.cli import main
 
-    code = main(["generate", "--traces", str(traces), "--seed", "1", "--out", str(folder), "--backend", "inline", "--no-progress"])
+    code = main(
+        [
+            "generate",
+            "--traces",
+            str(traces),
+            "--seed",
+            "1",
+            "--out",
+            str(folder),
+            "--backend",
+            "inline",
+            "--no-progress",
+        ]
+    )
     if code not in (0, None):
         raise SystemExit(f"kconform generate failed ({code})")
 
@@ -244,8 +262,8 @@ def _corpus_steps(folder: Path) -> int:
 
 
 def log_start(offset: int, repeat: int) -> dict[str, float]:
-    from reference_impl.given import given_state
     from reference_impl import config_from_dict
+    from reference_impl.given import given_state
 
     config = config_from_dict({"replicas": ["A", "B"], "generation": "diverging-epoch"})
     initial = {
@@ -282,7 +300,15 @@ def main() -> None:
         sizes = {"traces": 20, "short": 50, "long": 100, "length": 400, "window": 100, "records": 2000, "steps": 100}
         repeat = 1
     else:
-        sizes = {"traces": 2000, "short": 500, "long": 5000, "length": 50000, "window": 1000, "records": 100000, "steps": 2000}
+        sizes = {
+            "traces": 2000,
+            "short": 500,
+            "long": 5000,
+            "length": 50000,
+            "window": 1000,
+            "records": 100000,
+            "steps": 2000,
+        }
         repeat = args.repeat
     figures: dict[str, Callable[[], dict[str, float]]] = {
         "replay": lambda: replay_rate(sizes["traces"], repeat),

@@ -23,7 +23,7 @@ from . import epoch_cache
 from .config import Config
 from .epoch_cache import EpochCache
 from .errors import KconformModelError
-from .log import GAP, Log, Record
+from .log import Log, Record
 from .state import Controller, FetchState, FollowerProgress, Replica, Role, State, state_at_start
 
 REPLICA_KEYS = (

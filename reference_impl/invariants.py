@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .epoch_cache import EpochCache
 from .history import History
 from .log import Log
 from .state import LEADER, MEMO, Replica, State
@@ -302,6 +303,18 @@ TRANSITION_INVARIANTS: dict[str, Callable[[State, State], list[Violation]]] = {
 }
 
 
+def _still_increasing(cache: EpochCache, old: EpochCache) -> bool:
+    """EpochCacheMonotonic for ``cache`` given that ``old`` held it: a cache grows by one
+    entry per election, so only what differs from ``old`` is walked (a prefix of ``old``,
+    or ``old`` with entries appended, is checked from the last shared entry on; the prefix
+    comparison is one C-level tuple comparison)."""
+    k = len(old)
+    if len(cache) <= k and cache == old[: len(cache)]:
+        return True  # a prefix of an increasing cache (EPOCH-CACHE-2)
+    start = k - 1 if k and cache[:k] == old else 0
+    return all(e1 < e2 and o1 < o2 for (e1, o1), (e2, o2) in itertools.pairwise(cache[start:]))
+
+
 def _holds_since(state: State, before: State) -> bool:
     """True only if every invariant holds in ``state`` and on the step from ``before``,
     given that every state invariant held in ``before`` (``CLEAN`` in its memo); then
@@ -359,10 +372,8 @@ def _holds_since(state: State, before: State) -> bool:
         if cache:  # EpochCacheMonotonic
             if cache[-1][1] > leo:
                 return False
-            if cache is not old.epoch_cache:
-                for (e1, o1), (e2, o2) in itertools.pairwise(cache):
-                    if not (e1 < e2 and o1 < o2):
-                        return False
+            if cache is not old.epoch_cache and not _still_increasing(cache, old.epoch_cache):
+                return False
     controller, old_controller = state.controller, before.controller
     if controller is not old_controller:
         if controller.epoch < old_controller.epoch:  # EpochsIncrease

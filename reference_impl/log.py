@@ -21,6 +21,7 @@ agree: written positions never change, so each offset is compared once per pair.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice, repeat
@@ -65,7 +66,7 @@ class _Buffer(list[Record]):
     position of a buffer never changes once written (the module doc), so neither does its
     rendering, nor where two buffers first differ (``agree``)."""
 
-    __slots__ = ("rendered", "base", "agree")
+    __slots__ = ("agree", "base", "below", "rendered", "root")
 
     def __init__(self, records: Sequence[Record] = (), base: int = 0) -> None:
         super().__init__(records)
@@ -76,6 +77,12 @@ class _Buffer(list[Record]):
         hold the same records from the from-offset up to the offset, which is where they
         differ if ``differs`` (final: written positions never change) or as far as they
         were compared (both may grow past it)."""
+        self.root: object = object()
+        """The original buffer this one was copied from (through any number of copies),
+        as a token: holding it keeps no buffer alive."""
+        self.below = sys.maxsize
+        """Below this offset, this buffer reads as its ``root`` did (every copy ends
+        somewhere; an original reads as itself everywhere)."""
 
 
 class Log(Sequence[Record]):
@@ -176,6 +183,7 @@ class Log(Sequence[Record]):
         if at >= 0 and len(buf) >= at + k and all(buf[at + i] is record for i, record in enumerate(records)):
             return _view(buf, n + k)
         fresh = _Buffer(buf[: max(0, at)], min(buf.base, n))
+        fresh.root, fresh.below = buf.root, min(buf.below, n)
         fresh.extend(records)
         return _view(fresh, n + k)
 
@@ -213,21 +221,30 @@ class Log(Sequence[Record]):
         each offset of two logs is compared once, not at every step (the StrongIsr
         invariant asks at every step; followers whose logs were copied after a divergence
         no longer share a buffer with the leader)."""
-        mine, theirs = self._buf, other._buf
-        if mine is theirs or n <= start:
-            return n
-        key = (id(theirs), start)
-        known = mine.agree.get(key)
-        at = start
-        if known is not None and known[0] is theirs:
-            at, differs = known[1], known[2]
-            if differs or n <= at:
-                return min(at, n)
-        at, differs = _compare(mine, theirs, at, n)
-        if len(mine.agree) >= AGREEMENTS and key not in mine.agree:
-            mine.agree.clear()
-        mine.agree[key] = (theirs, at, differs)
-        return at
+        return _first_difference(self._buf, other._buf, start, n)
+
+
+def _first_difference(mine: _Buffer, theirs: _Buffer, start: int, n: int) -> int:
+    """``Log.first_difference`` on two buffers (``n`` at most what both hold). Two buffers
+    copied (through any number of copies) from one original read as it below both copies'
+    ends (``root``, ``below``), so a log copied after a divergence is compared only from
+    there, not from its start: a leader change does not make whole logs be compared."""
+    if mine is theirs or n <= start:
+        return n
+    key = (id(theirs), start)
+    known = mine.agree.get(key)
+    at = start
+    if known is not None and known[0] is theirs:
+        at, differs = known[1], known[2]
+        if differs or n <= at:
+            return min(at, n)
+    elif mine.root is theirs.root:
+        at = max(start, min(mine.below, theirs.below, n))
+    at, differs = _compare(mine, theirs, at, n)
+    if len(mine.agree) >= AGREEMENTS and key not in mine.agree:
+        mine.agree.clear()
+    mine.agree[key] = (theirs, at, differs)
+    return at
 
 
 def _compare(mine: _Buffer, theirs: _Buffer, at: int, n: int) -> tuple[int, bool]:

@@ -29,7 +29,12 @@ def test_a_log_starting_at_a_billion_stores_only_its_records() -> None:
     assert a.log[0] is GAP and a.log[START - 1] is GAP and a.log[START].value == "a"
     assert a.log.read(START - 1, START + 1) == (GAP, a.log[START])
     seen = observe(state)["replicas"]["A"]  # type: ignore[arg-type]
-    assert (seen["log_start"], seen["log"], seen["leo"], seen["epoch_cache"]) == (START, ["a@0", "b@0"], START + 2, [[0, START]])
+    assert (seen["log_start"], seen["log"], seen["leo"], seen["epoch_cache"]) == (
+        START,
+        ["a@0", "b@0"],
+        START + 2,
+        [[0, START]],
+    )
     assert check(state) == []  # type: ignore[arg-type]
 
 
