@@ -61,6 +61,60 @@ def matches(expected: Any, actual: Any) -> bool:
     return not (expected != actual or (type(expected) is bool and type(actual) is not bool))
 
 
+class Matcher:
+    """``matches`` over a run, for an implementation whose observations share unchanged
+    parts (``Adapter.shares_observations``) and for expectations that do (a corpus
+    trace's ``changes``, copied on write): a field, or a replica's field, whose expected
+    and actual values are the very objects that matched at the previous step matches
+    again without being read. Same verdicts as ``matches``: a part is skipped only when
+    both sides are the objects compared before, which neither side changes."""
+
+    def __init__(self) -> None:
+        self._matched: dict[Any, tuple[Any, Any]] = {}
+
+    def matches(self, expected: Any, actual: Any) -> bool:
+        if type(expected) is not dict or type(actual) is not dict:
+            return matches(expected, actual)
+        before, now = self._matched, {}
+        ok = True
+        for key, value in expected.items():
+            if key not in actual:
+                ok = False
+                break
+            got = actual[key]
+            seen = before.get(key)
+            if seen is not None and seen[0] is value and seen[1] is got:
+                now[key] = seen
+                continue
+            if type(value) is dict and type(got) is dict:
+                for sub, inner in value.items():
+                    if sub not in got:
+                        ok = False
+                        break
+                    theirs = got[sub]
+                    seen = before.get((key, sub))
+                    if seen is None or seen[0] is not inner or seen[1] is not theirs:
+                        if not matches(inner, theirs):
+                            ok = False
+                            break
+                        seen = (inner, theirs)
+                    now[key, sub] = seen
+                if not ok:
+                    break
+                now[key] = (value, got)
+            elif matches(value, got):
+                now[key] = (value, got)
+            else:
+                ok = False
+                break
+        self._matched = now
+        return ok
+
+    def divergences(self, expected: Any, actual: Any) -> list[Divergence]:
+        """``all_divergences``, settled by ``matches`` first."""
+        return [] if self.matches(expected, actual) else _all(expected, actual, "")
+
+
 def _bool_as_number(expected: dict[Any, Any], actual: dict[Any, Any]) -> bool:
     """In two equal dicts, whether a ``bool`` of ``expected`` is a number in ``actual``."""
     for key, value in expected.items():

@@ -27,7 +27,7 @@ from reference_impl import Config, State
 
 from .adapter import Adapter, Description
 from .coarsen import Plan, PlanStep
-from .compare import MISSING, all_divergences, logs_mismatch
+from .compare import MISSING, Matcher, all_divergences, logs_mismatch
 from .conventions import adjust_expected, normalise
 from .fixtures import Fixture, FixtureStep
 from .levels import settled_part
@@ -98,11 +98,13 @@ class Watch:
     and the safety fuzzer on the implementation's own path (``own_path.py``) both use it,
     so an observation is treated the same whichever command judges it."""
 
-    def __init__(self, description: Description, config: Config, check_shape: bool = True) -> None:
+    def __init__(
+        self, description: Description, config: Config, check_shape: bool = True, shared: bool = False
+    ) -> None:
         self.description = description
         self.replicas = config.replicas
         self.monitor = SafetyMonitor(
-            config, description.field_set, description.replica_field_set, frozenset(description.steps)
+            config, description.field_set, description.replica_field_set, frozenset(description.steps), shared
         )
         self.check_shape = check_shape
 
@@ -159,7 +161,9 @@ def judge(
     includes them); the steps are numbered on from the fixture's last."""
     result = Judgement(expectations=lowered.expectations, notes=list(lowered.notes), stopped=lowered.stopped)
     result.checked = lowered.checked
-    watch = Watch(description, fixture.config, check_shape)
+    shared = bool(getattr(adapter, "shares_observations", False))
+    watch = Watch(description, fixture.config, check_shape, shared)
+    matcher = Matcher() if shared else None
     lacking = frozenset(k for k in SPLIT_KINDS if k not in description.steps)
     frontier = Frontier(lowered.initial, lacking) if lowered.initial is not None and not safety_only else None
     steps_by_index = {fs.index: fs for fs in fixture.steps}
@@ -260,7 +264,7 @@ def judge(
                 continue
             roles = _roles(ps.observation) if description.role_fields else {}
             expected = comparable(adjust_expected(check.expect, description, observation, roles))
-            exact = all_divergences(expected, observation)
+            exact = matcher.divergences(expected, observation) if matcher else all_divergences(expected, observation)
             for d in exact:
                 result.failures.append(
                     {**cwhere, "level": "exact", "field": d.path, "expected": d.expected, "actual": _show(d.actual)}

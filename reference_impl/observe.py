@@ -54,7 +54,34 @@ _FETCH_STATE = {state: state.value for state in FetchState}
 # of an observation's cost was these two and the function calls below).
 
 
-def observe_replica(replica: Replica) -> dict[str, Any]:
+class LogRecords(list[str]):
+    """A replica's log in an observation: the ``value@epoch`` list, which also says where
+    it was read from (``source``), so a judge can tell without reading them that two logs
+    agree on a prefix. Two ``LogRecords`` with the same ``source[0]`` (an original log
+    buffer, ``log.Log``) and the same log start hold the same records at every index
+    below both their ``source[1]``. Equal to, and encoded as, a plain list."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, records: list[str], source: tuple[object, int]) -> None:
+        super().__init__(records)
+        self.source = source
+
+
+def agreed_prefix(a: list[Any], b: list[Any], start_a: int = 0, start_b: int = 0) -> int:
+    """How many leading entries ``a`` and ``b`` (logs starting at those offsets) are known
+    to share without reading them: both ``LogRecords`` from one original buffer (0 when
+    nothing is known)."""
+    sa: tuple[object, int] | None = getattr(a, "source", None)
+    sb: tuple[object, int] | None = getattr(b, "source", None)
+    if sa is None or sb is None or sa[0] is not sb[0] or start_a != start_b:
+        return 0
+    return max(0, min(sa[1] - start_a, sb[1] - start_b, len(a), len(b)))
+
+
+def observe_replica(replica: Replica, shared: bool = False) -> dict[str, Any]:
+    """One replica as plain data. ``shared``: the log as ``LogRecords``, saying where it
+    was read from (``Observer``)."""
     log = replica.log
     out: dict[str, Any] = {
         "online": replica.online,
@@ -64,7 +91,7 @@ def observe_replica(replica: Replica) -> dict[str, Any]:
         "leo": log.end,
         "hw": replica.hw,
         "checkpoint_hw": replica.checkpoint_hw,
-        "log": log.rendered(replica.log_start),
+        "log": LogRecords(log.rendered(replica.log_start), log.source) if shared else log.rendered(replica.log_start),
         "epoch_cache": epoch_cache.render(replica.epoch_cache),
         "fetch_state": _FETCH_STATE[replica.fetch_state],
     }
@@ -172,8 +199,54 @@ def observe_answers(state: State) -> dict[str, Any]:
     return {"fetch": fetch, "epoch": epoch}
 
 
-def observe(state: State) -> dict[str, Any]:
-    """The whole observable state."""
+class Observer:
+    """``observe``, sharing with the observations it made before the parts that did not
+    change: a replica that is the same (immutable) object as before is the same dict, a
+    log or an epoch cache that did not change is the same list, the producer outcomes
+    the same dict while no outcome changed, and logs say where they were read from
+    (``LogRecords``). A judge compares, validates and monitors such parts by identity
+    first (``conformance``: the in-process reference adapter), so a step costs what it
+    changed. What it returns must not be modified: the parts are shared across steps.
+
+    Any state may follow any other (a checker rewinding, a new run): only identities are
+    trusted, never the order of states."""
+
+    def __init__(self) -> None:
+        self._replicas: dict[str, tuple[Replica, dict[str, Any]]] = {}
+        self._produces: tuple[object, dict[str, str]] | None = None
+        self._isr: tuple[object, list[str]] | None = None
+
+    def replica(self, replica: Replica) -> dict[str, Any]:
+        seen = self._replicas.get(replica.id)
+        if seen is not None and seen[0] is replica:
+            return seen[1]
+        out = observe_replica(replica, shared=True)
+        if seen is not None:
+            old, before = seen
+            if old.log is replica.log and old.log_start == replica.log_start:
+                out["log"] = before["log"]
+            if old.epoch_cache is replica.epoch_cache:
+                out["epoch_cache"] = before["epoch_cache"]
+        self._replicas[replica.id] = (replica, out)
+        return out
+
+    def __call__(self, state: State) -> dict[str, Any]:
+        out = observe(state, self)
+        produces = state.produces
+        if self._produces is not None and self._produces[0] is produces:
+            out["producer"] = self._produces[1]
+        else:
+            self._produces = (produces, out["producer"])
+        isr = state.controller.isr
+        if self._isr is not None and self._isr[0] is isr:
+            out["isr"] = self._isr[1]
+        else:
+            self._isr = (isr, out["isr"])
+        return out
+
+
+def observe(state: State, observer: Observer | None = None) -> dict[str, Any]:
+    """The whole observable state (``observer``: its shared parts, ``Observer``)."""
     consumer: dict[str, Any] | None = None
     if state.consumed is not None:
         c = state.consumed
@@ -199,8 +272,12 @@ def observe(state: State) -> dict[str, Any]:
         "leader_epoch": ctrl.epoch,
         "isr": list(ctrl.isr),
         "partition_epoch": ctrl.partition_epoch,
-        "replicas": {r.id: observe_replica(r) for r in state.replicas},
-        "producer": {o.id: o.status for o in state.produces},
+        "replicas": {r.id: observe_replica(r) for r in state.replicas}
+        if observer is None
+        else {r.id: observer.replica(r) for r in state.replicas},
+        "producer": {o.id: o.status for o in state.produces}
+        if observer is None or observer._produces is None or observer._produces[0] is not state.produces
+        else observer._produces[1],
         "consumer": consumer,
         "epoch_query": epoch_query,
         "in_flight": observe_in_flight(state),
