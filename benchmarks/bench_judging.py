@@ -164,15 +164,22 @@ def big_log(records: int, length: int, repeat: int) -> dict[str, float]:
 
 
 def _fixture(start: Any, steps: list[Any], name: str) -> Any:
-    """The walk as a fixture whose every step expects the reference's whole observation
-    (what a corpus trace is)."""
-    from conformance.corpus.format import FORMAT, record_to_trace
+    """The walk as a corpus trace (``kconform generate``'s form): the first step states
+    the reference's whole observation, every later one the changes to it."""
+    from conformance.corpus.format import FORMAT, diff_observations, record_to_trace
     from reference_impl import apply, observe, step_to_dict
 
-    state, rows = start, []
+    state, rows, before = start, [], None
     for step in steps:
         state = apply(state, step)
-        rows.append({"do": step_to_dict(step), "expect": observe(state)})
+        seen = observe(state)
+        row: dict[str, Any] = {"do": step_to_dict(step)}
+        if before is None:
+            row["expect"] = seen
+        else:
+            row["changes"] = diff_observations(before, seen)
+        rows.append(row)
+        before = seen
     data = {"corpus": FORMAT, "id": name, "config": start.config.to_dict(), "steps": rows}
     return record_to_trace(data, f"<{name}>", 1).fixture
 

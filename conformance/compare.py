@@ -75,48 +75,60 @@ class Matcher:
     def matches(self, expected: Any, actual: Any) -> bool:
         if type(expected) is not dict or type(actual) is not dict:
             return matches(expected, actual)
-        before, now = self._matched, {}
-        ok = True
+        before: dict[Any, tuple[Any, Any]] = self._matched
+        now: dict[Any, tuple[Any, Any]] = {}
+        self._matched = now
         for key, value in expected.items():
             if key not in actual:
-                ok = False
-                break
+                return False
             got = actual[key]
             seen = before.get(key)
             if seen is not None and seen[0] is value and seen[1] is got:
                 now[key] = seen
                 continue
-            if type(value) is dict and type(got) is dict:
+            if type(value) is dict and type(got) is dict and len(value) <= SMALL:  # replicas: one by one
                 for sub, inner in value.items():
                     if sub not in got:
-                        ok = False
-                        break
+                        return False
                     theirs = got[sub]
                     seen = before.get((key, sub))
                     if seen is None or seen[0] is not inner or seen[1] is not theirs:
-                        if not matches(inner, theirs):
-                            ok = False
-                            break
+                        if not _matches_value(inner, theirs):
+                            return False
                         seen = (inner, theirs)
                     now[key, sub] = seen
-                if not ok:
-                    break
-                now[key] = (value, got)
-            elif matches(value, got):
-                now[key] = (value, got)
-            else:
-                ok = False
-                break
-        self._matched = now
-        return ok
+            elif not _matches_value(value, got):
+                return False
+            now[key] = (value, got)
+        return True
 
     def divergences(self, expected: Any, actual: Any) -> list[Divergence]:
         """``all_divergences``, settled by ``matches`` first."""
         return [] if self.matches(expected, actual) else _all(expected, actual, "")
 
 
+SMALL = 8
+"""A mapping with at most this many keys (the replicas) is matched entry by entry, each
+settled by identity when it can be; a larger one (the producer outcomes) at once, in C."""
+
+
+def _matches_value(expected: Any, actual: Any) -> bool:
+    """``matches`` of one field's value (the body of its loop over a mapping)."""
+    if expected == actual:
+        kind = type(expected)
+        if kind is dict:
+            return not _bool_as_number(expected, actual)
+        return not (kind is bool and type(actual) is not bool)
+    return matches(expected, actual)
+
+
 def _bool_as_number(expected: dict[Any, Any], actual: dict[Any, Any]) -> bool:
-    """In two equal dicts, whether a ``bool`` of ``expected`` is a number in ``actual``."""
+    """In two equal dicts, whether a ``bool`` of ``expected`` is a number in ``actual``.
+    The kinds of the values are gathered in C first: most mappings hold no ``bool`` and
+    no mapping (the producer outcomes), and are settled without a Python loop."""
+    kinds = set(map(type, expected.values()))
+    if bool not in kinds and dict not in kinds:
+        return False
     for key, value in expected.items():
         vkind = type(value)
         if vkind is bool:

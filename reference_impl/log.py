@@ -109,14 +109,6 @@ class Log(Sequence[Record]):
         return cls(_Buffer(records, offset))
 
     @property
-    def source(self) -> tuple[object, int]:
-        """(the original buffer this log reads as, the offset below which it does): two
-        logs with the same original agree on every offset below both their offsets
-        (``observe.LogRecords``). A token: it keeps no buffer alive."""
-        buf = self._buf
-        return buf.root, min(buf.below, self.end)
-
-    @property
     def base(self) -> int:
         """The offset of the buffer's first stored record: every offset below holds ``GAP``."""
         return self._buf.base

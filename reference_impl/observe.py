@@ -13,8 +13,9 @@ from typing import Any
 from . import epoch_cache
 from . import log as logmod
 from .describe import describe_message
+from .history import History
 from .messages import EpochResponse, FetchResponse, ParkedFetch
-from .state import FetchState, Replica, Role, State
+from .state import FetchState, ProduceOutcome, Replica, Role, State
 
 REPLICA_FIELDS = (
     "online",
@@ -55,28 +56,28 @@ _FETCH_STATE = {state: state.value for state in FetchState}
 
 
 class LogRecords(list[str]):
-    """A replica's log in an observation: the ``value@epoch`` list, which also says where
-    it was read from (``source``), so a judge can tell without reading them that two logs
-    agree on a prefix. Two ``LogRecords`` with the same ``source[0]`` (an original log
-    buffer, ``log.Log``) and the same log start hold the same records at every index
-    below both their ``source[1]``. Equal to, and encoded as, a plain list."""
+    """A replica's log in an observation: the ``value@epoch`` list, which also carries
+    the ``Log`` it was read from (``source``), so a judge can learn where two logs first
+    differ without reading them (``agreed_prefix``: the log remembers it per pair of
+    buffers). Equal to, and encoded as, a plain list."""
 
     __slots__ = ("source",)
 
-    def __init__(self, records: list[str], source: tuple[object, int]) -> None:
+    def __init__(self, records: list[str], source: logmod.Log) -> None:
         super().__init__(records)
         self.source = source
 
 
 def agreed_prefix(a: list[Any], b: list[Any], start_a: int = 0, start_b: int = 0) -> int:
-    """How many leading entries ``a`` and ``b`` (logs starting at those offsets) are known
-    to share without reading them: both ``LogRecords`` from one original buffer (0 when
-    nothing is known)."""
-    sa: tuple[object, int] | None = getattr(a, "source", None)
-    sb: tuple[object, int] | None = getattr(b, "source", None)
-    if sa is None or sb is None or sa[0] is not sb[0] or start_a != start_b:
+    """How many leading entries two observed logs (starting at those offsets) are known
+    to share without reading them: for two ``LogRecords`` from logs with the same start,
+    up to where their logs first differ (``Log.first_difference``); 0 otherwise."""
+    la: logmod.Log | None = getattr(a, "source", None)
+    lb: logmod.Log | None = getattr(b, "source", None)
+    if la is None or lb is None or start_a != start_b:
         return 0
-    return max(0, min(sa[1] - start_a, sb[1] - start_b, len(a), len(b)))
+    n = min(len(a), len(b))
+    return la.first_difference(lb, start_a, start_a + n) - start_a
 
 
 def observe_replica(replica: Replica, shared: bool = False) -> dict[str, Any]:
@@ -91,7 +92,7 @@ def observe_replica(replica: Replica, shared: bool = False) -> dict[str, Any]:
         "leo": log.end,
         "hw": replica.hw,
         "checkpoint_hw": replica.checkpoint_hw,
-        "log": LogRecords(log.rendered(replica.log_start), log.source) if shared else log.rendered(replica.log_start),
+        "log": LogRecords(log.rendered(replica.log_start), log) if shared else log.rendered(replica.log_start),
         "epoch_cache": epoch_cache.render(replica.epoch_cache),
         "fetch_state": _FETCH_STATE[replica.fetch_state],
     }
@@ -213,7 +214,7 @@ class Observer:
 
     def __init__(self) -> None:
         self._replicas: dict[str, tuple[Replica, dict[str, Any]]] = {}
-        self._produces: tuple[object, dict[str, str]] | None = None
+        self._produces: tuple[History[ProduceOutcome], dict[str, str]] | None = None
         self._isr: tuple[object, list[str]] | None = None
 
     def replica(self, replica: Replica) -> dict[str, Any]:
@@ -225,18 +226,35 @@ class Observer:
             old, before = seen
             if old.log is replica.log and old.log_start == replica.log_start:
                 out["log"] = before["log"]
-            if old.epoch_cache is replica.epoch_cache:
+            cache, old_cache = replica.epoch_cache, old.epoch_cache
+            if old_cache is cache:
                 out["epoch_cache"] = before["epoch_cache"]
+            elif len(cache) >= len(old_cache) and cache[: len(old_cache)] == old_cache:  # entries added
+                out["epoch_cache"] = before["epoch_cache"] + epoch_cache.render(cache[len(old_cache) :])
+            elif cache == old_cache[: len(cache)]:  # entries dropped from the end
+                out["epoch_cache"] = before["epoch_cache"][: len(cache)]
         self._replicas[replica.id] = (replica, out)
+        return out
+
+    def producer(self, state: State) -> dict[str, str]:
+        """The producer outcomes: the dict made before while no outcome changed, else a
+        copy of it with the outcomes of the history's changed chunks (``History.changed_since``)."""
+        produces = state.produces
+        seen = self._produces
+        if seen is not None and seen[0] is produces:
+            return seen[1]
+        changed = produces.changed_since(seen[0]) if seen is not None else None
+        if seen is None or changed is None or any(produces.positions(o.id) != 1 for o in changed):
+            out = {o.id: o.status for o in produces}
+        else:
+            out = dict(seen[1])
+            for o in changed:
+                out[o.id] = o.status
+        self._produces = (produces, out)
         return out
 
     def __call__(self, state: State) -> dict[str, Any]:
         out = observe(state, self)
-        produces = state.produces
-        if self._produces is not None and self._produces[0] is produces:
-            out["producer"] = self._produces[1]
-        else:
-            self._produces = (produces, out["producer"])
         isr = state.controller.isr
         if self._isr is not None and self._isr[0] is isr:
             out["isr"] = self._isr[1]
@@ -275,9 +293,7 @@ def observe(state: State, observer: Observer | None = None) -> dict[str, Any]:
         "replicas": {r.id: observe_replica(r) for r in state.replicas}
         if observer is None
         else {r.id: observer.replica(r) for r in state.replicas},
-        "producer": {o.id: o.status for o in state.produces}
-        if observer is None or observer._produces is None or observer._produces[0] is not state.produces
-        else observer._produces[1],
+        "producer": {o.id: o.status for o in state.produces} if observer is None else observer.producer(state),
         "consumer": consumer,
         "epoch_query": epoch_query,
         "in_flight": observe_in_flight(state),
