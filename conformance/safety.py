@@ -245,6 +245,8 @@ class SafetyMonitor:
         (``reference_impl.observe.LogRecords``) are compared only where they may differ."""
         self._replica_memo: dict[str, tuple[Any, list[Finding], tuple[bool, bool, bool]]] = {}
         """Per replica: the dict last checked by ``_per_replica``, its findings and flags."""
+        self._caches: dict[str, tuple[Any, bool]] = {}
+        """Per replica: the epoch cache list last checked and whether it strictly increases."""
         self._noted: dict[str, Any] = {}
         """Per replica: the dict whose fields ``_note_fields`` last noted."""
         self._added: list[int] = []
@@ -563,7 +565,7 @@ class SafetyMonitor:
             if seen is not None and seen[0] is rep:  # the same dict as checked before
                 findings, flags = seen[1], seen[2]
             else:
-                findings, flags = _replica_findings(name, rep)
+                findings, flags = _replica_findings(name, rep, self._caches if memo is not None else None)
                 if memo is not None:
                     memo[name] = (rep, findings, flags)
             yield from findings
@@ -783,9 +785,13 @@ def certificate(
 # --- helpers over observations -------------------------------------------------------------
 
 
-def _replica_findings(name: str, rep: Mapping[str, Any]) -> tuple[list[Finding], tuple[bool, bool, bool]]:
+def _replica_findings(
+    name: str, rep: Mapping[str, Any], caches: dict[str, tuple[Any, bool]] | None = None
+) -> tuple[list[Finding], tuple[bool, bool, bool]]:
     """SAFE-HW-LE-LEO, SAFE-LOG-LEO and SAFE-EPOCH-CACHE on one replica: its findings,
-    and whether each was evaluated (it reported the fields)."""
+    and whether each was evaluated (it reported the fields). ``caches`` (shared
+    observations): per replica, the epoch cache list last found well formed and whether
+    it strictly increases, so the same list is not walked again."""
     out = []
     hw_leo = log_leo = cache_seen = False
     hw, leo, log = rep.get("hw"), rep.get("leo"), rep.get("log")
@@ -799,10 +805,18 @@ def _replica_findings(name: str, rep: Mapping[str, Any]) -> tuple[list[Finding],
             out.append(
                 Finding("SAFE-LOG-LEO", f"{name} leo={leo} but its log has {len(log)} records from {_start(rep)}")
             )
-    cache = rep.get("epoch_cache")
-    if isinstance(cache, list) and cache and _pairs(cache):
+    cache: Any = rep.get("epoch_cache")
+    known = caches.get(name) if caches is not None else None
+    if known is not None and known[0] is cache:
+        well_formed, increasing = True, known[1]
+    else:
+        well_formed = isinstance(cache, list) and bool(cache) and _pairs(cache)
+        increasing = well_formed and _strictly_increasing(cache)
+        if caches is not None and well_formed:
+            caches[name] = (cache, increasing)
+    if well_formed:
         cache_seen = True
-        if not _strictly_increasing(cache):
+        if not increasing:
             out.append(Finding("SAFE-EPOCH-CACHE", f"{name} epoch cache {cache} does not strictly increase"))
         elif _int(leo) and cache[-1][1] > leo:
             out.append(Finding("SAFE-EPOCH-CACHE", f"{name} epoch cache entry {cache[-1]} starts past leo={leo}"))

@@ -80,10 +80,29 @@ def agreed_prefix(a: list[Any], b: list[Any], start_a: int = 0, start_b: int = 0
     return la.first_difference(lb, start_a, start_a + n) - start_a
 
 
-def observe_replica(replica: Replica, shared: bool = False) -> dict[str, Any]:
-    """One replica as plain data. ``shared``: the log as ``LogRecords``, saying where it
-    was read from (``Observer``)."""
-    log = replica.log
+def observe_replica(
+    replica: Replica, shared: bool = False, before: tuple[Replica, dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """One replica as plain data. ``shared`` (``Observer``): the log as ``LogRecords``,
+    saying where it was read from; ``before``, the same replica at an earlier step and its
+    observation: an unchanged log or epoch cache is that observation's list, and a cache
+    that gained or lost entries at its end is rendered only there."""
+    log, cache = replica.log, replica.epoch_cache
+    records: list[str] | None = None
+    rendered_cache: list[list[int]] | None = None
+    if before is not None:
+        old, seen = before
+        if old.log is log and old.log_start == replica.log_start:
+            records = seen["log"]
+        old_cache = old.epoch_cache
+        if old_cache is cache:
+            rendered_cache = seen["epoch_cache"]
+        elif len(cache) >= len(old_cache) and cache[: len(old_cache)] == old_cache:  # entries added
+            rendered_cache = seen["epoch_cache"] + epoch_cache.render(cache[len(old_cache) :])
+        elif cache == old_cache[: len(cache)]:  # entries dropped from the end (EPOCH-CACHE-2)
+            rendered_cache = seen["epoch_cache"][: len(cache)]
+    if records is None:
+        records = LogRecords(log.rendered(replica.log_start), log) if shared else log.rendered(replica.log_start)
     out: dict[str, Any] = {
         "online": replica.online,
         "role": _ROLE[replica.role],
@@ -92,8 +111,8 @@ def observe_replica(replica: Replica, shared: bool = False) -> dict[str, Any]:
         "leo": log.end,
         "hw": replica.hw,
         "checkpoint_hw": replica.checkpoint_hw,
-        "log": LogRecords(log.rendered(replica.log_start), log) if shared else log.rendered(replica.log_start),
-        "epoch_cache": epoch_cache.render(replica.epoch_cache),
+        "log": records,
+        "epoch_cache": epoch_cache.render(cache) if rendered_cache is None else rendered_cache,
         "fetch_state": _FETCH_STATE[replica.fetch_state],
     }
     if replica.progress:
@@ -221,18 +240,7 @@ class Observer:
         seen = self._replicas.get(replica.id)
         if seen is not None and seen[0] is replica:
             return seen[1]
-        out = observe_replica(replica, shared=True)
-        if seen is not None:
-            old, before = seen
-            if old.log is replica.log and old.log_start == replica.log_start:
-                out["log"] = before["log"]
-            cache, old_cache = replica.epoch_cache, old.epoch_cache
-            if old_cache is cache:
-                out["epoch_cache"] = before["epoch_cache"]
-            elif len(cache) >= len(old_cache) and cache[: len(old_cache)] == old_cache:  # entries added
-                out["epoch_cache"] = before["epoch_cache"] + epoch_cache.render(cache[len(old_cache) :])
-            elif cache == old_cache[: len(cache)]:  # entries dropped from the end
-                out["epoch_cache"] = before["epoch_cache"][: len(cache)]
+        out = observe_replica(replica, True, seen)
         self._replicas[replica.id] = (replica, out)
         return out
 
