@@ -124,11 +124,13 @@ def _matches_value(expected: Any, actual: Any) -> bool:
 
 def _bool_as_number(expected: dict[Any, Any], actual: dict[Any, Any]) -> bool:
     """In two equal dicts, whether a ``bool`` of ``expected`` is a number in ``actual``.
-    The kinds of the values are gathered in C first: most mappings hold no ``bool`` and
-    no mapping (the producer outcomes), and are settled without a Python loop."""
-    kinds = set(map(type, expected.values()))
-    if bool not in kinds and dict not in kinds:
-        return False
+    The kinds of the values are compared in C first: where every value has the kind it
+    has in ``expected`` only nested mappings are left to look into."""
+    kinds = list(map(type, expected.values()))
+    if kinds == list(map(type, map(actual.__getitem__, expected))):  # each value of its kind
+        if dict not in kinds:
+            return False
+        return any(_bool_as_number(v, actual[k]) for k, v in expected.items() if type(v) is dict)
     for key, value in expected.items():
         vkind = type(value)
         if vkind is bool:

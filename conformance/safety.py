@@ -245,6 +245,12 @@ class SafetyMonitor:
         (``reference_impl.observe.LogRecords``) are compared only where they may differ."""
         self._replica_memo: dict[str, tuple[Any, list[Finding], tuple[bool, bool, bool]]] = {}
         """Per replica: the dict last checked by ``_per_replica``, its findings and flags."""
+        self._last_replicas: tuple[Any, tuple[Finding, ...], tuple[str, ...]] | None = None
+        """The replicas mapping ``_state`` last checked per replica (shared observations),
+        its per-replica findings and the properties that counted."""
+        self._unchanged: tuple[Any, bool, bool] | None = None
+        """The replicas mapping of a step that changed no replica, with the per-replica
+        transition properties' evaluation flags (``_transition``)."""
         self._caches: dict[str, tuple[Any, bool]] = {}
         """Per replica: the epoch cache list last checked and whether it strictly increases."""
         self._noted: dict[str, Any] = {}
@@ -326,8 +332,11 @@ class SafetyMonitor:
         self._observations += 1
         self._seen.update(k for k, v in obs.items() if v is not None or k == "consumer")
         reps = obs.get("replicas")
+        if self.shared and reps is self._noted.get(""):
+            return  # the same mapping of replicas: every field noted already
         if isinstance(reps, _MAPPING):
             noted = self._noted
+            noted[""] = reps
             for name, rep in reps.items():
                 if self.shared:
                     if noted.get(name) is rep:
@@ -550,8 +559,19 @@ class SafetyMonitor:
     def _state(self, obs: Mapping[str, Any]) -> list[Finding]:
         reps = obs.get("replicas")
         reps = reps if isinstance(reps, _MAPPING) else {}
-        out = list(self._per_replica(reps))
-        out += _one_leader(reps, self._count)
+        last = self._last_replicas
+        out: list[Finding]
+        if self.shared and last is not None and last[0] is reps:  # no replica changed
+            out = list(last[1])
+            for pid in last[2]:
+                self._count(pid)
+        else:
+            checked = dict(self._checked)
+            out = list(self._per_replica(reps))
+            out += _one_leader(reps, self._count)
+            if self.shared:
+                counted = tuple(pid for pid, n in self._checked.items() if n != checked[pid])
+                self._last_replicas = (reps, tuple(out), counted)
         out += self._strong_isr(obs, reps)
         return out
 
@@ -683,50 +703,63 @@ class SafetyMonitor:
     # --- transition properties ---------------------------------------------------------
 
     def _transition(self, before: Mapping[str, Any], obs: Mapping[str, Any]) -> list[Finding]:
-        out = []
+        out: list[Finding] = []
         e0, e1 = before.get("leader_epoch"), obs.get("leader_epoch")
         epochs = _int(e0) and _int(e1)
         if _int(e0) and _int(e1) and e1 < e0:
             out.append(Finding("SAFE-EPOCHS-INCREASE", f"controller epoch {e0} -> {e1}"))
-        monotonic = False
         old_reps, new_reps = before.get("replicas"), obs.get("replicas")
-        if isinstance(old_reps, _MAPPING) and isinstance(new_reps, _MAPPING):
-            shared = self.shared
-            for name, old in old_reps.items():
-                new = new_reps.get(name)
-                if not isinstance(old, _MAPPING) or not isinstance(new, _MAPPING):
-                    continue
-                if shared and old is new:  # nothing changed: no finding; evaluated as before
-                    a = old.get("leader_epoch")
-                    if _int(a):
-                        epochs = True
-                        monotonic = monotonic or (
-                            old.get("online") is True and old.get("role") == "leader" and _int(old.get("hw"))
-                        )
-                    continue
-                a, b = old.get("leader_epoch"), new.get("leader_epoch")
-                if _int(a) and _int(b):
-                    epochs = True
-                    if b < a:
-                        out.append(Finding("SAFE-EPOCHS-INCREASE", f"{name} epoch {a} -> {b}"))
-                same_term = (
-                    old.get("online") is True
-                    and new.get("online") is True
-                    and old.get("role") == "leader"
-                    and new.get("role") == "leader"
-                    and _int(a)
-                    and a == b
-                )
-                h0, h1 = old.get("hw"), new.get("hw")
-                if same_term and _int(h0) and _int(h1):
-                    monotonic = True
-                    if h1 < h0:
-                        out.append(Finding("SAFE-LEADER-HW-MONOTONIC", f"leader {name} hw {h0} -> {h1} in epoch {a}"))
-        if epochs:
+        unchanged = self._unchanged
+        if self.shared and old_reps is new_reps and unchanged is not None and unchanged[0] is new_reps:
+            rep_epochs, monotonic = unchanged[1], unchanged[2]  # no replica changed: as the last time
+        else:
+            rep_epochs, monotonic = self._replica_transitions(old_reps, new_reps, out)
+            if self.shared and old_reps is new_reps:
+                self._unchanged = (new_reps, rep_epochs, monotonic)
+        if epochs or rep_epochs:
             self._count("SAFE-EPOCHS-INCREASE")
         if monotonic:
             self._count("SAFE-LEADER-HW-MONOTONIC")
         return out
+
+    def _replica_transitions(self, old_reps: Any, new_reps: Any, out: list[Finding]) -> tuple[bool, bool]:
+        """SAFE-EPOCHS-INCREASE and SAFE-LEADER-HW-MONOTONIC per replica (findings into
+        ``out``): whether each was evaluated."""
+        epochs = monotonic = False
+        if not isinstance(old_reps, _MAPPING) or not isinstance(new_reps, _MAPPING):
+            return epochs, monotonic
+        shared = self.shared
+        for name, old in old_reps.items():
+            new = new_reps.get(name)
+            if not isinstance(old, _MAPPING) or not isinstance(new, _MAPPING):
+                continue
+            if shared and old is new:  # nothing changed: no finding; evaluated as below
+                a = old.get("leader_epoch")
+                if _int(a):
+                    epochs = True
+                    monotonic = monotonic or (
+                        old.get("online") is True and old.get("role") == "leader" and _int(old.get("hw"))
+                    )
+                continue
+            a, b = old.get("leader_epoch"), new.get("leader_epoch")
+            if _int(a) and _int(b):
+                epochs = True
+                if b < a:
+                    out.append(Finding("SAFE-EPOCHS-INCREASE", f"{name} epoch {a} -> {b}"))
+            same_term = (
+                old.get("online") is True
+                and new.get("online") is True
+                and old.get("role") == "leader"
+                and new.get("role") == "leader"
+                and _int(a)
+                and a == b
+            )
+            h0, h1 = old.get("hw"), new.get("hw")
+            if same_term and _int(h0) and _int(h1):
+                monotonic = True
+                if h1 < h0:
+                    out.append(Finding("SAFE-LEADER-HW-MONOTONIC", f"leader {name} hw {h0} -> {h1} in epoch {a}"))
+        return epochs, monotonic
 
 
 def certificate(

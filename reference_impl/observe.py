@@ -235,6 +235,7 @@ class Observer:
         self._replicas: dict[str, tuple[Replica, dict[str, Any]]] = {}
         self._produces: tuple[History[ProduceOutcome], dict[str, str]] | None = None
         self._isr: tuple[object, list[str]] | None = None
+        self._mapping: tuple[tuple[Replica, ...], dict[str, dict[str, Any]]] | None = None
 
     def replica(self, replica: Replica) -> dict[str, Any]:
         seen = self._replicas.get(replica.id)
@@ -242,6 +243,19 @@ class Observer:
             return seen[1]
         out = observe_replica(replica, True, seen)
         self._replicas[replica.id] = (replica, out)
+        return out
+
+    def replicas(self, replicas: tuple[Replica, ...]) -> dict[str, dict[str, Any]]:
+        """Every replica; the mapping made before when no replica changed."""
+        seen = self._mapping
+        if seen is not None and seen[0] is replicas:
+            return seen[1]
+        out = {r.id: self.replica(r) for r in replicas}
+        if seen is not None and out.keys() == seen[1].keys() and all(
+            a is b for a, b in zip(out.values(), seen[1].values(), strict=True)
+        ):
+            out = seen[1]
+        self._mapping = (replicas, out)
         return out
 
     def producer(self, state: State) -> dict[str, str]:
@@ -300,7 +314,7 @@ def observe(state: State, observer: Observer | None = None) -> dict[str, Any]:
         "partition_epoch": ctrl.partition_epoch,
         "replicas": {r.id: observe_replica(r) for r in state.replicas}
         if observer is None
-        else {r.id: observer.replica(r) for r in state.replicas},
+        else observer.replicas(state.replicas),
         "producer": {o.id: o.status for o in state.produces} if observer is None else observer.producer(state),
         "consumer": consumer,
         "epoch_query": epoch_query,
