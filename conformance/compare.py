@@ -61,76 +61,19 @@ def matches(expected: Any, actual: Any) -> bool:
     return not (expected != actual or (type(expected) is bool and type(actual) is not bool))
 
 
-class Matcher:
-    """``matches`` over a run, for an implementation whose observations share unchanged
-    parts (``Adapter.shares_observations``) and for expectations that do (a corpus
-    trace's ``changes``, copied on write): a field, or a replica's field, whose expected
-    and actual values are the very objects that matched at the previous step matches
-    again without being read. Same verdicts as ``matches``: a part is skipped only when
-    both sides are the objects compared before, which neither side changes."""
-
-    def __init__(self) -> None:
-        self._matched: dict[Any, tuple[Any, Any]] = {}
-
-    def matches(self, expected: Any, actual: Any) -> bool:
-        if type(expected) is not dict or type(actual) is not dict:
-            return matches(expected, actual)
-        before: dict[Any, tuple[Any, Any]] = self._matched
-        now: dict[Any, tuple[Any, Any]] = {}
-        self._matched = now
-        for key, value in expected.items():
-            if key not in actual:
-                return False
-            got = actual[key]
-            seen = before.get(key)
-            if seen is not None and seen[0] is value and seen[1] is got:
-                now[key] = seen
-                continue
-            if type(value) is dict and type(got) is dict and len(value) <= SMALL:  # replicas: one by one
-                for sub, inner in value.items():
-                    if sub not in got:
-                        return False
-                    theirs = got[sub]
-                    seen = before.get((key, sub))
-                    if seen is None or seen[0] is not inner or seen[1] is not theirs:
-                        if not _matches_value(inner, theirs):
-                            return False
-                        seen = (inner, theirs)
-                    now[key, sub] = seen
-            elif not _matches_value(value, got):
-                return False
-            now[key] = (value, got)
-        return True
-
-    def divergences(self, expected: Any, actual: Any) -> list[Divergence]:
-        """``all_divergences``, settled by ``matches`` first."""
-        return [] if self.matches(expected, actual) else _all(expected, actual, "")
-
-
-SMALL = 8
-"""A mapping with at most this many keys (the replicas) is matched entry by entry, each
-settled by identity when it can be; a larger one (the producer outcomes) at once, in C."""
-
-
-def _matches_value(expected: Any, actual: Any) -> bool:
-    """``matches`` of one field's value (the body of its loop over a mapping)."""
-    if expected == actual:
-        kind = type(expected)
-        if kind is dict:
-            return not _bool_as_number(expected, actual)
-        return not (kind is bool and type(actual) is not bool)
-    return matches(expected, actual)
+LARGE = 16
+"""A mapping with more keys than this (the producer outcomes) has the kinds of its values
+compared in C before any Python loop (``_bool_as_number``)."""
 
 
 def _bool_as_number(expected: dict[Any, Any], actual: dict[Any, Any]) -> bool:
-    """In two equal dicts, whether a ``bool`` of ``expected`` is a number in ``actual``.
-    The kinds of the values are compared in C first: where every value has the kind it
-    has in ``expected`` only nested mappings are left to look into."""
-    kinds = list(map(type, expected.values()))
-    if kinds == list(map(type, map(actual.__getitem__, expected))):  # each value of its kind
-        if dict not in kinds:
+    """In two equal dicts, whether a ``bool`` of ``expected`` is a number in ``actual``
+    (a large mapping without a bool or a mapping, such as the producer outcomes of a long
+    run, is settled by gathering the kinds of its values in C)."""
+    if len(expected) > LARGE:  # most large mappings hold no bool and no mapping: settled in C
+        kinds = set(map(type, expected.values()))
+        if bool not in kinds and dict not in kinds:
             return False
-        return any(_bool_as_number(v, actual[k]) for k, v in expected.items() if type(v) is dict)
     for key, value in expected.items():
         vkind = type(value)
         if vkind is bool:

@@ -27,7 +27,7 @@ from reference_impl import Config, State
 
 from .adapter import Adapter, Description
 from .coarsen import Plan, PlanStep
-from .compare import MISSING, Matcher, all_divergences, logs_mismatch
+from .compare import MISSING, all_divergences, logs_mismatch
 from .conventions import adjust_expected, normalise
 from .fixtures import Fixture, FixtureStep
 from .levels import settled_part
@@ -163,7 +163,6 @@ def judge(
     result.checked = lowered.checked
     shared = bool(getattr(adapter, "shares_observations", False))
     watch = Watch(description, fixture.config, check_shape, shared)
-    matcher = Matcher() if shared else None
     lacking = frozenset(k for k in SPLIT_KINDS if k not in description.steps)
     frontier = Frontier(lowered.initial, lacking) if lowered.initial is not None and not safety_only else None
     steps_by_index = {fs.index: fs for fs in fixture.steps}
@@ -176,7 +175,8 @@ def judge(
     def note_observed() -> None:
         nonlocal noted
         for failure in result.failures[noted:]:
-            result.observed.setdefault(failure["step"], raw or {})
+            # plain data (a shared observation's logs carry the reference's Log objects)
+            result.observed.setdefault(failure["step"], json.loads(json.dumps(raw)) if shared and raw else raw or {})
         noted = len(result.failures)
 
     for n, ps in enumerate(lowered.steps):
@@ -264,7 +264,7 @@ def judge(
                 continue
             roles = _roles(ps.observation) if description.role_fields else {}
             expected = comparable(adjust_expected(check.expect, description, observation, roles))
-            exact = matcher.divergences(expected, observation) if matcher else all_divergences(expected, observation)
+            exact = all_divergences(expected, observation)
             for d in exact:
                 result.failures.append(
                     {**cwhere, "level": "exact", "field": d.path, "expected": d.expected, "actual": _show(d.actual)}

@@ -251,10 +251,13 @@ class Observer:
         if seen is not None and seen[0] is replicas:
             return seen[1]
         out = {r.id: self.replica(r) for r in replicas}
-        if seen is not None and out.keys() == seen[1].keys() and all(
-            a is b for a, b in zip(out.values(), seen[1].values(), strict=True)
-        ):
-            out = seen[1]
+        if seen is not None and len(seen[1]) == len(out):
+            before = seen[1]
+            for name, rep in out.items():
+                if before.get(name) is not rep:
+                    break
+            else:
+                out = before
         self._mapping = (replicas, out)
         return out
 
