@@ -153,6 +153,14 @@ class Adapter(ABC):
     trusted: bool = False
     """True only for kconform's own reference: its observations are not schema-checked."""
 
+    shares_observations: bool = False
+    """True when an observation's unchanged parts are the very objects of the previous
+    observation and no observation is changed after it is returned (an in-process
+    implementation can promise it; ``reference_impl.observe.Observer`` does it for the
+    reference): the safety monitor then settles a replica that is the same object as at
+    the previous step by identity, and compares logs only from where they may differ
+    (``safety``), so a step costs what it changed. Never set it for an adapter that updates one dict in place."""
+
     @abstractmethod
     def describe(self) -> Description: ...
 

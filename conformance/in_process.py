@@ -24,8 +24,8 @@ from reference_impl import (
     StepRejected,
     config_from_dict,
     initial_state,
-    observe,
 )
+from reference_impl.observe import Observer
 
 from .adapter import Adapter, AdapterError, Description, StepResult
 from .wire import parsed_step
@@ -37,6 +37,10 @@ class ReferenceAdapter(Adapter):
     """The reference implementation, optionally pinned to one generation."""
 
     trusted = True
+    shares_observations = True
+    """Its observations share unchanged parts with the ones before and are never changed
+    afterwards (``reference_impl.observe.Observer``): the judge compares and monitors
+    those parts by identity first (``Adapter.shares_observations``)."""
 
     def __init__(self, generation: str | None = None, name: str | None = None) -> None:
         if generation is not None and generation not in ALL_GENERATIONS:
@@ -44,6 +48,7 @@ class ReferenceAdapter(Adapter):
         self.generation = generation
         self.name = name or ("reference" if generation is None else f"reference-{generation}")
         self._state: reference_impl.State | None = None
+        self._observe = Observer()
 
     def describe(self) -> Description:
         return Description(
@@ -58,6 +63,7 @@ class ReferenceAdapter(Adapter):
         )
 
     def reset(self, config: dict[str, Any], initial: dict[str, Any] | None = None) -> None:
+        self._observe = Observer()  # what the last run's observations held can go
         try:
             self._state = initial_state(config_from_dict(config), initial)
         except ConfigError as exc:
@@ -76,10 +82,11 @@ class ReferenceAdapter(Adapter):
             self._state = reference_impl.apply(self._state, parsed)
         except StepRejected as exc:
             return StepResult(rejected=exc.reason, rule=exc.rule)
-        # observe() returns fresh JSON-typed data (lists, never tuples: tests/test_harness.py
-        # checks it equals its own JSON round trip), so it goes to the runner as a wire
-        # adapter's would, without the O(state) cost of encoding it every step.
-        return StepResult(observation=observe(self._state), fired=self._state.fired)
+        # JSON-typed data (lists, never tuples: tests/test_harness.py checks it equals its
+        # own JSON round trip), so it goes to the runner as a wire adapter's would, without
+        # the O(state) cost of encoding it every step; the parts that did not change are
+        # the previous observation's (``Observer``), which the judge settles by identity.
+        return StepResult(observation=self._observe(self._state), fired=self._state.fired)
 
     @property
     def state(self) -> reference_impl.State | None:

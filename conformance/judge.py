@@ -98,11 +98,13 @@ class Watch:
     and the safety fuzzer on the implementation's own path (``own_path.py``) both use it,
     so an observation is treated the same whichever command judges it."""
 
-    def __init__(self, description: Description, config: Config, check_shape: bool = True) -> None:
+    def __init__(
+        self, description: Description, config: Config, check_shape: bool = True, shared: bool = False
+    ) -> None:
         self.description = description
         self.replicas = config.replicas
         self.monitor = SafetyMonitor(
-            config, description.field_set, description.replica_field_set, frozenset(description.steps)
+            config, description.field_set, description.replica_field_set, frozenset(description.steps), shared
         )
         self.check_shape = check_shape
 
@@ -159,7 +161,8 @@ def judge(
     includes them); the steps are numbered on from the fixture's last."""
     result = Judgement(expectations=lowered.expectations, notes=list(lowered.notes), stopped=lowered.stopped)
     result.checked = lowered.checked
-    watch = Watch(description, fixture.config, check_shape)
+    shared = bool(getattr(adapter, "shares_observations", False))
+    watch = Watch(description, fixture.config, check_shape, shared)
     lacking = frozenset(k for k in SPLIT_KINDS if k not in description.steps)
     frontier = Frontier(lowered.initial, lacking) if lowered.initial is not None and not safety_only else None
     steps_by_index = {fs.index: fs for fs in fixture.steps}
@@ -172,7 +175,8 @@ def judge(
     def note_observed() -> None:
         nonlocal noted
         for failure in result.failures[noted:]:
-            result.observed.setdefault(failure["step"], raw or {})
+            # plain data (a shared observation's logs carry the reference's Log objects)
+            result.observed.setdefault(failure["step"], json.loads(json.dumps(raw)) if shared and raw else raw or {})
         noted = len(result.failures)
 
     for n, ps in enumerate(lowered.steps):

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from reference_impl import Config
+from reference_impl.observe import agreed_prefix
 
 
 @dataclass(frozen=True)
@@ -234,8 +235,34 @@ class SafetyMonitor:
         fields: frozenset[str] | None = None,
         replica_fields: frozenset[str] | None = None,
         steps: frozenset[str] | None = None,
+        shared: bool = False,
     ) -> None:
         self.config = config
+        self.shared = shared
+        """The observations share unchanged parts and are never changed afterwards
+        (``Adapter.shares_observations``): a replica that is the same dict as at the
+        previous step is not read again, and logs that say where they were read from
+        (``reference_impl.observe.LogRecords``) are compared only where they may differ."""
+        self._replica_memo: dict[str, tuple[Any, list[Finding], tuple[bool, bool, bool]]] = {}
+        """Per replica: the dict last checked by ``_per_replica``, its findings and flags."""
+        self._last_replicas: tuple[Any, tuple[Finding, ...], tuple[str, ...]] | None = None
+        """The replicas mapping ``_state`` last checked per replica (shared observations),
+        its per-replica findings and the properties that counted."""
+        self._unchanged: tuple[Any, bool, bool] | None = None
+        """The replicas mapping of a step that changed no replica, with the per-replica
+        transition properties' evaluation flags (``_transition``)."""
+        self._caches: dict[str, tuple[Any, bool]] = {}
+        """Per replica: the epoch cache list last checked and whether it strictly increases."""
+        self._noted: dict[str, Any] = {}
+        """Per replica: the dict whose fields ``_note_fields`` last noted."""
+        self._added: list[int] = []
+        """The offsets ``committed`` took a record at, in order (``_acked`` checks only
+        these when the leader's log is known to be unchanged below the others)."""
+        self._highest = -1
+        """The highest offset ``committed`` ever took a record at."""
+        self._acked_clean: tuple[str, Any, int, int] | None = None
+        """After a SAFE-ACKED check with nothing lost or waived: (the leader, its log, its
+        log start, how many of ``_added`` were checked)."""
         self.generation = config.generation.value
         self.fields = fields
         self.replica_fields = replica_fields
@@ -305,8 +332,16 @@ class SafetyMonitor:
         self._observations += 1
         self._seen.update(k for k, v in obs.items() if v is not None or k == "consumer")
         reps = obs.get("replicas")
+        if self.shared and reps is self._noted.get(""):
+            return  # the same mapping of replicas: every field noted already
         if isinstance(reps, _MAPPING):
-            for rep in reps.values():
+            noted = self._noted
+            noted[""] = reps
+            for name, rep in reps.items():
+                if self.shared:
+                    if noted.get(name) is rep:
+                        continue  # the same dict: its fields are noted already
+                    noted[name] = rep
                 if isinstance(rep, _MAPPING):
                     self._seen_replica.update(rep)
 
@@ -466,6 +501,8 @@ class SafetyMonitor:
                 continue
             for offset, record in records or ():
                 self.committed[offset] = record
+                self._added.append(offset)
+                self._highest = max(self._highest, offset)
             out += self._ack_checks(pid, target, end, before, obs)
         return out
 
@@ -503,7 +540,10 @@ class SafetyMonitor:
             return []
         offset = consumer.get("offset") or 0
         for i, record in enumerate(records):
-            self.committed.setdefault(offset + i, record)
+            if offset + i not in self.committed:
+                self.committed[offset + i] = record
+                self._added.append(offset + i)
+                self._highest = max(self._highest, offset + i)
         leader = _current_leader(obs)
         hw = leader[1].get("hw") if leader is not None else None
         if not _int(hw):
@@ -519,36 +559,39 @@ class SafetyMonitor:
     def _state(self, obs: Mapping[str, Any]) -> list[Finding]:
         reps = obs.get("replicas")
         reps = reps if isinstance(reps, _MAPPING) else {}
-        out = list(self._per_replica(reps))
-        out += _one_leader(reps, self._count)
+        last = self._last_replicas
+        out: list[Finding]
+        if self.shared and last is not None and last[0] is reps:  # no replica changed
+            out = list(last[1])
+            for pid in last[2]:
+                self._count(pid)
+        else:
+            checked = dict(self._checked)
+            out = list(self._per_replica(reps))
+            out += _one_leader(reps, self._count)
+            if self.shared:
+                counted = tuple(pid for pid, n in self._checked.items() if n != checked[pid])
+                self._last_replicas = (reps, tuple(out), counted)
         out += self._strong_isr(obs, reps)
         return out
 
     def _per_replica(self, reps: Mapping[str, Any]) -> Iterator[Finding]:
         hw_leo = log_leo = cache_seen = False
+        memo = self._replica_memo if self.shared else None
         for name, rep in reps.items():
             if not isinstance(rep, _MAPPING):
                 continue
-            hw, leo, log = rep.get("hw"), rep.get("leo"), rep.get("log")
-            if _int(leo) and _int(hw):
-                hw_leo = True
-                if hw > leo:
-                    yield Finding("SAFE-HW-LE-LEO", f"{name} hw={hw} > leo={leo}")
-            if _int(leo) and isinstance(log, list):
-                log_leo = True
-                if len(log) != leo - _start(rep):
-                    yield Finding(
-                        "SAFE-LOG-LEO", f"{name} leo={leo} but its log has {len(log)} records from {_start(rep)}"
-                    )
-            cache = rep.get("epoch_cache")
-            if isinstance(cache, list) and cache and _pairs(cache):
-                cache_seen = True
-                if not _strictly_increasing(cache):
-                    yield Finding("SAFE-EPOCH-CACHE", f"{name} epoch cache {cache} does not strictly increase")
-                elif _int(leo) and cache[-1][1] > leo:
-                    yield Finding("SAFE-EPOCH-CACHE", f"{name} epoch cache entry {cache[-1]} starts past leo={leo}")
-        for pid, seen in (("SAFE-HW-LE-LEO", hw_leo), ("SAFE-LOG-LEO", log_leo), ("SAFE-EPOCH-CACHE", cache_seen)):
-            if seen:
+            seen = memo.get(name) if memo is not None else None
+            if seen is not None and seen[0] is rep:  # the same dict as checked before
+                findings, flags = seen[1], seen[2]
+            else:
+                findings, flags = _replica_findings(name, rep, self._caches if memo is not None else None)
+                if memo is not None:
+                    memo[name] = (rep, findings, flags)
+            yield from findings
+            hw_leo, log_leo, cache_seen = hw_leo or flags[0], log_leo or flags[1], cache_seen or flags[2]
+        for pid, seen_ in (("SAFE-HW-LE-LEO", hw_leo), ("SAFE-LOG-LEO", log_leo), ("SAFE-EPOCH-CACHE", cache_seen)):
+            if seen_:
                 self._count(pid)
 
     def _strong_isr(self, obs: Mapping[str, Any], reps: Mapping[str, Any]) -> list[Finding]:
@@ -571,9 +614,9 @@ class SafetyMonitor:
                 continue
             lstart, mstart = _start(lrep), _start(mrep)
             first = max(lstart, mstart)  # nothing is compared below a log start
-            theirs, ours = mlog[first - mstart : hw - mstart], log[first - lstart : hw - lstart]
-            if first >= hw or theirs == ours:
+            if first >= hw or _same_between(mlog, mstart, log, lstart, first, hw):
                 continue
+            theirs, ours = mlog[first - mstart : hw - mstart], log[first - lstart : hw - lstart]
             finding = Finding(
                 "SAFE-STRONG-ISR", f"ISR member {member} has {theirs} below leader {lname}'s hw={hw}, the leader {ours}"
             )
@@ -610,7 +653,10 @@ class SafetyMonitor:
             return []
         self._count("SAFE-ACKED")
         start = _start(rep)
+        if self._acked_unchanged(name, log, start):
+            return []
         out = []
+        waived = len(self.waived)
         for offset, record in sorted(self.committed.items()):
             if offset < start:  # below the leader's log start: deleted by retention (LOG-START-*), not lost
                 continue
@@ -626,46 +672,94 @@ class SafetyMonitor:
                 self.waived.append((finding, why))
             else:
                 out.append(finding)
+        clean = not out and len(self.waived) == waived
+        self._acked_clean = (name, log, start, len(self._added)) if clean and self.shared else None
         return out
+
+    def _acked_unchanged(self, name: str, log: list[Any], start: int) -> bool:
+        """Whether SAFE-ACKED holds with nothing lost or waived, known from the check
+        before without reading the log: the same leader, whose log still holds every
+        record checked then (``agreed_prefix``: the same lines of one original buffer up
+        to past the highest offset committed before), and every record committed since is
+        in it. When not, the caller checks everything (same findings, same order)."""
+        clean = self._acked_clean
+        if clean is None or clean[0] != name or clean[2] != start:
+            return False
+        old_log, checked = clean[1], clean[3]
+        if log is not old_log:
+            known = agreed_prefix(log, old_log, start, start)
+            if start + known <= self._highest:
+                return False
+        committed, end = self.committed, start + len(log)
+        for offset in self._added[checked:]:
+            record = committed.get(offset)
+            if record is None or offset < start:
+                continue
+            if offset >= end or log[offset - start] != record:
+                return False
+        self._acked_clean = (name, log, start, len(self._added))
+        return True
 
     # --- transition properties ---------------------------------------------------------
 
     def _transition(self, before: Mapping[str, Any], obs: Mapping[str, Any]) -> list[Finding]:
-        out = []
+        out: list[Finding] = []
         e0, e1 = before.get("leader_epoch"), obs.get("leader_epoch")
         epochs = _int(e0) and _int(e1)
         if _int(e0) and _int(e1) and e1 < e0:
             out.append(Finding("SAFE-EPOCHS-INCREASE", f"controller epoch {e0} -> {e1}"))
-        monotonic = False
         old_reps, new_reps = before.get("replicas"), obs.get("replicas")
-        if isinstance(old_reps, _MAPPING) and isinstance(new_reps, _MAPPING):
-            for name, old in old_reps.items():
-                new = new_reps.get(name)
-                if not isinstance(old, _MAPPING) or not isinstance(new, _MAPPING):
-                    continue
-                a, b = old.get("leader_epoch"), new.get("leader_epoch")
-                if _int(a) and _int(b):
-                    epochs = True
-                    if b < a:
-                        out.append(Finding("SAFE-EPOCHS-INCREASE", f"{name} epoch {a} -> {b}"))
-                same_term = (
-                    old.get("online") is True
-                    and new.get("online") is True
-                    and old.get("role") == "leader"
-                    and new.get("role") == "leader"
-                    and _int(a)
-                    and a == b
-                )
-                h0, h1 = old.get("hw"), new.get("hw")
-                if same_term and _int(h0) and _int(h1):
-                    monotonic = True
-                    if h1 < h0:
-                        out.append(Finding("SAFE-LEADER-HW-MONOTONIC", f"leader {name} hw {h0} -> {h1} in epoch {a}"))
-        if epochs:
+        unchanged = self._unchanged
+        if self.shared and old_reps is new_reps and unchanged is not None and unchanged[0] is new_reps:
+            rep_epochs, monotonic = unchanged[1], unchanged[2]  # no replica changed: as the last time
+        else:
+            rep_epochs, monotonic = self._replica_transitions(old_reps, new_reps, out)
+            if self.shared and old_reps is new_reps:
+                self._unchanged = (new_reps, rep_epochs, monotonic)
+        if epochs or rep_epochs:
             self._count("SAFE-EPOCHS-INCREASE")
         if monotonic:
             self._count("SAFE-LEADER-HW-MONOTONIC")
         return out
+
+    def _replica_transitions(self, old_reps: Any, new_reps: Any, out: list[Finding]) -> tuple[bool, bool]:
+        """SAFE-EPOCHS-INCREASE and SAFE-LEADER-HW-MONOTONIC per replica (findings into
+        ``out``): whether each was evaluated."""
+        epochs = monotonic = False
+        if not isinstance(old_reps, _MAPPING) or not isinstance(new_reps, _MAPPING):
+            return epochs, monotonic
+        shared = self.shared
+        for name, old in old_reps.items():
+            new = new_reps.get(name)
+            if not isinstance(old, _MAPPING) or not isinstance(new, _MAPPING):
+                continue
+            if shared and old is new:  # nothing changed: no finding; evaluated as below
+                a = old.get("leader_epoch")
+                if _int(a):
+                    epochs = True
+                    monotonic = monotonic or (
+                        old.get("online") is True and old.get("role") == "leader" and _int(old.get("hw"))
+                    )
+                continue
+            a, b = old.get("leader_epoch"), new.get("leader_epoch")
+            if _int(a) and _int(b):
+                epochs = True
+                if b < a:
+                    out.append(Finding("SAFE-EPOCHS-INCREASE", f"{name} epoch {a} -> {b}"))
+            same_term = (
+                old.get("online") is True
+                and new.get("online") is True
+                and old.get("role") == "leader"
+                and new.get("role") == "leader"
+                and _int(a)
+                and a == b
+            )
+            h0, h1 = old.get("hw"), new.get("hw")
+            if same_term and _int(h0) and _int(h1):
+                monotonic = True
+                if h1 < h0:
+                    out.append(Finding("SAFE-LEADER-HW-MONOTONIC", f"leader {name} hw {h0} -> {h1} in epoch {a}"))
+        return epochs, monotonic
 
 
 def certificate(
@@ -722,6 +816,58 @@ def certificate(
 
 
 # --- helpers over observations -------------------------------------------------------------
+
+
+def _replica_findings(
+    name: str, rep: Mapping[str, Any], caches: dict[str, tuple[Any, bool]] | None = None
+) -> tuple[list[Finding], tuple[bool, bool, bool]]:
+    """SAFE-HW-LE-LEO, SAFE-LOG-LEO and SAFE-EPOCH-CACHE on one replica: its findings,
+    and whether each was evaluated (it reported the fields). ``caches`` (shared
+    observations): per replica, the epoch cache list last found well formed and whether
+    it strictly increases, so the same list is not walked again."""
+    out = []
+    hw_leo = log_leo = cache_seen = False
+    hw, leo, log = rep.get("hw"), rep.get("leo"), rep.get("log")
+    if _int(leo) and _int(hw):
+        hw_leo = True
+        if hw > leo:
+            out.append(Finding("SAFE-HW-LE-LEO", f"{name} hw={hw} > leo={leo}"))
+    if _int(leo) and isinstance(log, list):
+        log_leo = True
+        if len(log) != leo - _start(rep):
+            out.append(
+                Finding("SAFE-LOG-LEO", f"{name} leo={leo} but its log has {len(log)} records from {_start(rep)}")
+            )
+    cache: Any = rep.get("epoch_cache")
+    known = caches.get(name) if caches is not None else None
+    if known is not None and known[0] is cache:
+        well_formed, increasing = True, known[1]
+    else:
+        well_formed = isinstance(cache, list) and bool(cache) and _pairs(cache)
+        increasing = well_formed and _strictly_increasing(cache)
+        if caches is not None and well_formed:
+            caches[name] = (cache, increasing)
+    if well_formed:
+        cache_seen = True
+        if not increasing:
+            out.append(Finding("SAFE-EPOCH-CACHE", f"{name} epoch cache {cache} does not strictly increase"))
+        elif _int(leo) and cache[-1][1] > leo:
+            out.append(Finding("SAFE-EPOCH-CACHE", f"{name} epoch cache entry {cache[-1]} starts past leo={leo}"))
+    return out, (hw_leo, log_leo, cache_seen)
+
+
+def _same_between(mine: list[Any], mstart: int, theirs: list[Any], tstart: int, first: int, end: int) -> bool:
+    """Whether two logs (starting at those offsets) hold the same entries at the offsets
+    in ``[first, end)`` they have (their slices there are equal); a prefix two
+    ``LogRecords`` are known to share (``agreed_prefix``) is not read."""
+    m_end = max(first, min(end, mstart + len(mine)))
+    t_end = max(first, min(end, tstart + len(theirs)))
+    if m_end != t_end:
+        return False
+    lo = first
+    if mstart == tstart:
+        lo = max(first, min(m_end, mstart + agreed_prefix(mine, theirs, mstart, tstart)))
+    return mine[lo - mstart : m_end - mstart] == theirs[lo - tstart : t_end - tstart]
 
 
 def _appended(

@@ -55,7 +55,7 @@ def describe_message(message: Message) -> str:
 def describe_replica(replica: Replica) -> str:
     if not replica.online:
         return f"{replica.id}: offline leo={replica.leo} checkpoint_hw={replica.checkpoint_hw}"
-    records = render_log(replica.log)[replica.log_start :]
+    records = replica.log.rendered(replica.log_start)
     start = f" log_start={replica.log_start}" if replica.log_start else ""
     text = (
         f"{replica.id}: {replica.role.value} epoch={replica.leader_epoch} "

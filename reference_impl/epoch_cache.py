@@ -8,6 +8,8 @@ OffsetsForLeaderEpoch and what a diverging-epoch check compares. Mirrors Kafka's
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+
 EpochCache = tuple[tuple[int, int], ...]
 
 UNDEFINED_EPOCH = -1
@@ -39,8 +41,14 @@ def assign(cache: EpochCache, epoch: int, start_offset: int) -> EpochCache:
 
 
 def truncate_from_end(cache: EpochCache, end_offset: int) -> EpochCache:
-    """EPOCH-CACHE-2: drop entries whose start offset is at or above the new LEO."""
-    return tuple([entry for entry in cache if entry[1] < end_offset])
+    """EPOCH-CACHE-2: drop entries whose start offset is at or above the new LEO.
+
+    Start offsets strictly increase along a cache (EPOCH-CACHE-1), so the entries kept are
+    a prefix, found by a binary search: a cache grows by one entry per election, and a
+    long run must not pay for all of them at every truncation. The cache itself when
+    nothing is dropped."""
+    kept = bisect_left(cache, end_offset, key=_start)
+    return cache if kept == len(cache) else cache[:kept]
 
 
 def end_offset_for(cache: EpochCache, requested_epoch: int | None, log_end_offset: int) -> tuple[int, int]:
@@ -56,16 +64,23 @@ def end_offset_for(cache: EpochCache, requested_epoch: int | None, log_end_offse
         return UNDEFINED_EPOCH, UNDEFINED_OFFSET
     if cache[-1][0] == requested_epoch:
         return requested_epoch, log_end_offset
-    higher = next((entry for entry in cache if entry[0] > requested_epoch), None)
-    if higher is None:
+    # epochs strictly increase along a cache (EPOCH-CACHE-1): the first entry above the
+    # requested epoch is found by a binary search, and the floor is the one before it
+    above = bisect_right(cache, requested_epoch, key=_epoch)
+    if above == len(cache):
         return UNDEFINED_EPOCH, UNDEFINED_OFFSET
-    floor = None
-    for entry in cache:
-        if entry[0] <= requested_epoch:
-            floor = entry
-    if floor is None:
+    higher = cache[above]
+    if above == 0:
         return requested_epoch, higher[1]
-    return floor[0], higher[1]
+    return cache[above - 1][0], higher[1]
+
+
+def _epoch(entry: tuple[int, int]) -> int:
+    return entry[0]
+
+
+def _start(entry: tuple[int, int]) -> int:
+    return entry[1]
 
 
 def render(cache: EpochCache) -> list[list[int]]:

@@ -43,15 +43,11 @@ REPLICA_KEYS = (
 PARTITION_KEYS = ("leader", "leader_epoch", "partition_epoch", "isr", "replicas")
 
 
-GAP = Record("", -1)
-"""What a log holds below its log start offset (LOG-START-1): offsets stay positions, so
-the records a log no longer has are kept as placeholders that nothing reads, observes
-or caches (no produced value is empty, no epoch is negative)."""
-
-
 def log_starting_at(offset: int, records: tuple[Record, ...] = ()) -> Log:
-    """A log whose start offset is ``offset``, holding ``records`` from there on."""
-    return Log.of((GAP,) * offset + records)
+    """A log whose start offset is ``offset``, holding ``records`` from there on: offsets
+    stay positions, and those below the start read as ``GAP`` (LOG-START-1) without being
+    stored (``Log.starting_at``), so a start at 10^9 costs nothing."""
+    return Log.starting_at(offset, records)
 
 
 class InitialStateError(KconformModelError):

@@ -110,6 +110,26 @@ class History(Generic[T]):
         held = self._chunks[k] if k < len(self._chunks) else self._tail
         return held[: len(other._tail)] == other._tail
 
+    def changed_since(self, other: History[T]) -> list[T] | None:
+        """The items of this history at the positions where it may differ from ``other``
+        (a chunk that is not the very chunk ``other`` has there, and the tail), in order;
+        None when this history is shorter. A copy-free way to follow a history that only
+        grows and replaces items (``observe.Observer``): O(chunks) identity tests."""
+        if self._n < other._n:
+            return None
+        mine, theirs = self._chunks, other._chunks
+        out: list[T] = []
+        for i, chunk in enumerate(mine):
+            if i >= len(theirs) or chunk is not theirs[i]:
+                out += chunk
+        out += self._tail
+        return out
+
+    def positions(self, key: Hashable) -> int:
+        """How many items with ``key`` this history's index knows (at most one in a
+        history of unique keys)."""
+        return len(self._index.get(key, ()))
+
     def replace(self, position: int, item: T) -> History[T]:
         """This history with the item at ``position`` replaced by one with the same key."""
         chunk, offset = divmod(position, CHUNK)

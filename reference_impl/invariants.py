@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .epoch_cache import EpochCache
 from .history import History
 from .log import Log
 from .state import LEADER, MEMO, Replica, State
@@ -60,15 +61,14 @@ def strong_isr(state: State) -> list[Violation]:
     leader = replicas[position[leader_id]]
     if not (leader.online and leader.role is LEADER and leader.leader_epoch == ctrl.epoch):  # is_current_leader
         return out
-    hw, log, start = leader.hw, leader.log, leader.log_start
+    hw = leader.hw
     for name in ctrl.isr:
         if name == leader_id:
             continue
         member = replicas[position[name]]
         if not member.online:
             continue
-        holds = member.log.same_prefix(log, hw) if not (start or member.log_start) else _same_below(member, leader, hw)
-        if not holds:
+        if not _same_below(member, leader, hw):
             lost_from = state.power_lost_from
             if lost_from is not None and (
                 (member.leo < leader.hw and _lacks_only(member, leader))
@@ -88,23 +88,24 @@ def strong_isr(state: State) -> list[Violation]:
 
 
 def _lacks_only(member: Replica, leader: Replica) -> bool:
-    """The member's log is a prefix of the leader's (it lacks records, holds no others)."""
-    if member.log_start or leader.log_start:
-        start = max(member.log_start, leader.log_start)
-        mine = [r.render() for r in member.log][start - member.log_start :]
-        theirs = [r.render() for r in leader.log][start - leader.log_start : member.leo - leader.log_start]
-        return mine == theirs
-    return member.log.same_prefix(leader.log, member.leo)
+    """The member's log is a prefix of the leader's (it lacks records, holds no others),
+    from where both logs still have records (LOG-START-1)."""
+    start = max(member.log_start, leader.log_start)
+    end = member.leo
+    return end <= start or (end <= leader.leo and member.log.first_difference(leader.log, start, end) == end)
 
 
 def _same_below(member: Replica, leader: Replica, end: int) -> bool:
     """The member holds the leader's records below ``end`` (at most the leader's HW), from
-    where both logs still have records (LOG-START-1: nothing is compared below a log start)."""
+    where both logs still have records (LOG-START-1: nothing is compared below a log start).
+    Where the two logs first differ is remembered per pair of buffers (``Log.first_difference``),
+    so a long run compares each offset once, not the whole prefix at every step."""
     end = min(end, leader.hw)
     start = max(member.log_start, leader.log_start)
-    if not start:
-        return member.log.same_prefix(leader.log, end)
-    return end <= start or member.log.read(start, end) == leader.log.read(start, end)
+    if end <= start:
+        return True
+    mine, theirs = min(end, member.leo), min(end, leader.leo)
+    return mine == theirs and member.log.first_difference(leader.log, start, mine) == mine
 
 
 def acked_not_lost(state: State) -> list[Violation]:
@@ -138,9 +139,12 @@ def _memo(state: State) -> dict[str, Any]:
 
 
 def _acked_not_lost_incremental(state: State, before: State) -> list[Violation]:
-    """AckedNotLost from ``before``'s result: when the leader is the same, its log only
-    grew and the committed records only grew, a record can change from kept to lost
-    only if it is new, and from lost to kept only if it was lost."""
+    """AckedNotLost from ``before``'s result. The committed records only grew, so a new
+    record may be lost and a lost one may be back; a record kept before can be lost now
+    only at an offset where the leader's log changed: at or above where it first differs
+    from the log checked before (``Log.first_difference``). A leader change (or a leader
+    whose log was cut) is looked at only there, and the whole history only when a
+    committed record lies at or above that offset."""
     if len(state.committed) < SMALL:  # cheaper to look than to remember
         return acked_not_lost(state)
     if state.unclean_elections or state.power_failures:
@@ -149,30 +153,38 @@ def _acked_not_lost_incremental(state: State, before: State) -> list[Violation]:
     leader_id = state.controller.leader
     if previous is None or leader_id is None:
         return acked_not_lost(state)
-    old_leader: str = previous[0]
     old_log: Log = previous[1]
     old_committed: History[tuple[int, str, int]] = previous[2]
     lost: list[tuple[int, str, int]] = previous[3]
+    top: int = previous[4]
     leader = state.replica(leader_id)
     log, committed = leader.log, state.committed
-    if (
-        old_leader != leader_id
-        or not state.is_current_leader(leader)
-        or len(log) < len(old_log)
-        or not log.same_prefix(old_log, len(old_log))
-        or not committed.starts_with(old_committed)
-    ):
+    if not state.is_current_leader(leader) or not committed.starts_with(old_committed):
         return acked_not_lost(state)
-    candidates = [*lost, *(committed[i] for i in range(len(old_committed), len(committed)))]
-    return _acked_not_lost_among(state, leader_id, candidates)
+    if log is not old_log:
+        n = min(len(log), len(old_log))
+        same = log.first_difference(old_log, 0, n)  # below it every offset holds what it held
+        if same < len(old_log) and same <= top:  # a record kept before may be gone
+            return acked_not_lost(state)
+    new = [committed[i] for i in range(len(old_committed), len(committed))]
+    for offset, _, _ in new:
+        top = max(top, offset)
+    return _acked_not_lost_among(state, leader_id, [*lost, *new], top)
 
 
-def _acked_not_lost_among(state: State, leader_id: str, records: Iterable[tuple[int, str, int]]) -> list[Violation]:
+def _acked_not_lost_among(
+    state: State, leader_id: str, records: Iterable[tuple[int, str, int]], top: int | None = None
+) -> list[Violation]:
+    """The violations among ``records``; remembers the lost ones, the leader's log and
+    ``top``, the highest committed offset (all of ``records`` when None)."""
     log = state.replica(leader_id).log
     leo = len(log)
     lost = []
     out = []
+    highest = -1
     for offset, value, epoch in records:
+        if offset > highest:
+            highest = offset
         if offset < leo:
             record = log[offset]
             if record.value == value and record.epoch == epoch:
@@ -186,7 +198,7 @@ def _acked_not_lost_among(state: State, leader_id: str, records: Iterable[tuple[
             )
         )
     if len(state.committed) >= SMALL // 2:
-        _memo(state)["AckedNotLost"] = (leader_id, log, state.committed, lost)
+        _memo(state)["AckedNotLost"] = (leader_id, log, state.committed, lost, highest if top is None else top)
     return out
 
 
@@ -291,6 +303,18 @@ TRANSITION_INVARIANTS: dict[str, Callable[[State, State], list[Violation]]] = {
 }
 
 
+def _still_increasing(cache: EpochCache, old: EpochCache) -> bool:
+    """EpochCacheMonotonic for ``cache`` given that ``old`` held it: a cache grows by one
+    entry per election, so only what differs from ``old`` is walked (a prefix of ``old``,
+    or ``old`` with entries appended, is checked from the last shared entry on; the prefix
+    comparison is one C-level tuple comparison)."""
+    k = len(old)
+    if len(cache) <= k and cache == old[: len(cache)]:
+        return True  # a prefix of an increasing cache (EPOCH-CACHE-2)
+    start = k - 1 if k and cache[:k] == old else 0
+    return all(e1 < e2 and o1 < o2 for (e1, o1), (e2, o2) in itertools.pairwise(cache[start:]))
+
+
 def _holds_since(state: State, before: State) -> bool:
     """True only if every invariant holds in ``state`` and on the step from ``before``,
     given that every state invariant held in ``before`` (``CLEAN`` in its memo); then
@@ -348,10 +372,8 @@ def _holds_since(state: State, before: State) -> bool:
         if cache:  # EpochCacheMonotonic
             if cache[-1][1] > leo:
                 return False
-            if cache is not old.epoch_cache:
-                for (e1, o1), (e2, o2) in itertools.pairwise(cache):
-                    if not (e1 < e2 and o1 < o2):
-                        return False
+            if cache is not old.epoch_cache and not _still_increasing(cache, old.epoch_cache):
+                return False
     controller, old_controller = state.controller, before.controller
     if controller is not old_controller:
         if controller.epoch < old_controller.epoch:  # EpochsIncrease

@@ -13,8 +13,9 @@ from typing import Any
 from . import epoch_cache
 from . import log as logmod
 from .describe import describe_message
+from .history import History
 from .messages import EpochResponse, FetchResponse, ParkedFetch
-from .state import FetchState, Replica, Role, State
+from .state import FetchState, ProduceOutcome, Replica, Role, State
 
 REPLICA_FIELDS = (
     "online",
@@ -54,9 +55,54 @@ _FETCH_STATE = {state: state.value for state in FetchState}
 # of an observation's cost was these two and the function calls below).
 
 
-def observe_replica(replica: Replica) -> dict[str, Any]:
-    log = replica.log
-    records = log.rendered()
+class LogRecords(list[str]):
+    """A replica's log in an observation: the ``value@epoch`` list, which also carries
+    the ``Log`` it was read from (``source``), so a judge can learn where two logs first
+    differ without reading them (``agreed_prefix``: the log remembers it per pair of
+    buffers). Equal to, and encoded as, a plain list."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, records: list[str], source: logmod.Log) -> None:
+        super().__init__(records)
+        self.source = source
+
+
+def agreed_prefix(a: list[Any], b: list[Any], start_a: int = 0, start_b: int = 0) -> int:
+    """How many leading entries two observed logs (starting at those offsets) are known
+    to share without reading them: for two ``LogRecords`` from logs with the same start,
+    up to where their logs first differ (``Log.first_difference``); 0 otherwise."""
+    la: logmod.Log | None = getattr(a, "source", None)
+    lb: logmod.Log | None = getattr(b, "source", None)
+    if la is None or lb is None or start_a != start_b:
+        return 0
+    n = min(len(a), len(b))
+    return la.first_difference(lb, start_a, start_a + n) - start_a
+
+
+def observe_replica(
+    replica: Replica, shared: bool = False, before: tuple[Replica, dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """One replica as plain data. ``shared`` (``Observer``): the log as ``LogRecords``,
+    saying where it was read from; ``before``, the same replica at an earlier step and its
+    observation: an unchanged log or epoch cache is that observation's list, and a cache
+    that gained or lost entries at its end is rendered only there."""
+    log, cache = replica.log, replica.epoch_cache
+    records: list[str] | None = None
+    rendered_cache: list[list[int]] | None = None
+    if before is not None:
+        old, seen = before
+        if old.log is log and old.log_start == replica.log_start:
+            records = seen["log"]
+        old_cache = old.epoch_cache
+        if old_cache is cache:
+            rendered_cache = seen["epoch_cache"]
+        elif len(cache) >= len(old_cache) and cache[: len(old_cache)] == old_cache:  # entries added
+            rendered_cache = seen["epoch_cache"] + epoch_cache.render(cache[len(old_cache) :])
+        elif cache == old_cache[: len(cache)]:  # entries dropped from the end (EPOCH-CACHE-2)
+            rendered_cache = seen["epoch_cache"][: len(cache)]
+    if records is None:
+        records = LogRecords(log.rendered(replica.log_start), log) if shared else log.rendered(replica.log_start)
     out: dict[str, Any] = {
         "online": replica.online,
         "role": _ROLE[replica.role],
@@ -65,8 +111,8 @@ def observe_replica(replica: Replica) -> dict[str, Any]:
         "leo": log.end,
         "hw": replica.hw,
         "checkpoint_hw": replica.checkpoint_hw,
-        "log": records[replica.log_start :] if replica.log_start else records,
-        "epoch_cache": epoch_cache.render(replica.epoch_cache),
+        "log": records,
+        "epoch_cache": epoch_cache.render(cache) if rendered_cache is None else rendered_cache,
         "fetch_state": _FETCH_STATE[replica.fetch_state],
     }
     if replica.progress:
@@ -173,8 +219,77 @@ def observe_answers(state: State) -> dict[str, Any]:
     return {"fetch": fetch, "epoch": epoch}
 
 
-def observe(state: State) -> dict[str, Any]:
-    """The whole observable state."""
+class Observer:
+    """``observe``, sharing with the observations it made before the parts that did not
+    change: a replica that is the same (immutable) object as before is the same dict, a
+    log or an epoch cache that did not change is the same list, the producer outcomes
+    the same dict while no outcome changed, and logs say where they were read from
+    (``LogRecords``). A judge compares, validates and monitors such parts by identity
+    first (``conformance``: the in-process reference adapter), so a step costs what it
+    changed. What it returns must not be modified: the parts are shared across steps.
+
+    Any state may follow any other (a checker rewinding, a new run): only identities are
+    trusted, never the order of states."""
+
+    def __init__(self) -> None:
+        self._replicas: dict[str, tuple[Replica, dict[str, Any]]] = {}
+        self._produces: tuple[History[ProduceOutcome], dict[str, str]] | None = None
+        self._isr: tuple[object, list[str]] | None = None
+        self._mapping: tuple[tuple[Replica, ...], dict[str, dict[str, Any]]] | None = None
+
+    def replica(self, replica: Replica) -> dict[str, Any]:
+        seen = self._replicas.get(replica.id)
+        if seen is not None and seen[0] is replica:
+            return seen[1]
+        out = observe_replica(replica, True, seen)
+        self._replicas[replica.id] = (replica, out)
+        return out
+
+    def replicas(self, replicas: tuple[Replica, ...]) -> dict[str, dict[str, Any]]:
+        """Every replica; the mapping made before when no replica changed."""
+        seen = self._mapping
+        if seen is not None and seen[0] is replicas:
+            return seen[1]
+        out = {r.id: self.replica(r) for r in replicas}
+        if seen is not None and len(seen[1]) == len(out):
+            before = seen[1]
+            for name, rep in out.items():
+                if before.get(name) is not rep:
+                    break
+            else:
+                out = before
+        self._mapping = (replicas, out)
+        return out
+
+    def producer(self, state: State) -> dict[str, str]:
+        """The producer outcomes: the dict made before while no outcome changed, else a
+        copy of it with the outcomes of the history's changed chunks (``History.changed_since``)."""
+        produces = state.produces
+        seen = self._produces
+        if seen is not None and seen[0] is produces:
+            return seen[1]
+        changed = produces.changed_since(seen[0]) if seen is not None else None
+        if seen is None or changed is None or any(produces.positions(o.id) != 1 for o in changed):
+            out = {o.id: o.status for o in produces}
+        else:
+            out = dict(seen[1])
+            for o in changed:
+                out[o.id] = o.status
+        self._produces = (produces, out)
+        return out
+
+    def __call__(self, state: State) -> dict[str, Any]:
+        out = observe(state, self)
+        isr = state.controller.isr
+        if self._isr is not None and self._isr[0] is isr:
+            out["isr"] = self._isr[1]
+        else:
+            self._isr = (isr, out["isr"])
+        return out
+
+
+def observe(state: State, observer: Observer | None = None) -> dict[str, Any]:
+    """The whole observable state (``observer``: its shared parts, ``Observer``)."""
     consumer: dict[str, Any] | None = None
     if state.consumed is not None:
         c = state.consumed
@@ -200,8 +315,10 @@ def observe(state: State) -> dict[str, Any]:
         "leader_epoch": ctrl.epoch,
         "isr": list(ctrl.isr),
         "partition_epoch": ctrl.partition_epoch,
-        "replicas": {r.id: observe_replica(r) for r in state.replicas},
-        "producer": {o.id: o.status for o in state.produces},
+        "replicas": {r.id: observe_replica(r) for r in state.replicas}
+        if observer is None
+        else observer.replicas(state.replicas),
+        "producer": {o.id: o.status for o in state.produces} if observer is None else observer.producer(state),
         "consumer": consumer,
         "epoch_query": epoch_query,
         "in_flight": observe_in_flight(state),

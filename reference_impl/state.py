@@ -94,7 +94,7 @@ class Replica:
     incarnation that sent it (a restarted broker has new connections)."""
     log_start: int = 0
     """The log start offset: records below it are gone (LOG-START-1). The log keeps
-    offsets as positions, so it holds ``given.GAP`` placeholders below this."""
+    offsets as positions: below this it reads ``log.GAP``, stored nowhere (``Log.starting_at``)."""
 
     @property
     def leo(self) -> int:

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reference_impl.history import CHUNK, History
-from reference_impl.log import Log, Record
+from reference_impl.log import GAP, Log, Record
 
 ops = st.lists(
     st.tuples(st.sampled_from(["extend", "truncate", "branch"]), st.integers(0, 40), st.integers(0, 5)),
@@ -24,9 +24,11 @@ ops = st.lists(
 
 
 @settings(max_examples=100, deadline=None)
-@given(program=ops)
-def test_log_reads_as_the_list_it_was_made_from(program: list[tuple[str, int, int]]) -> None:
-    kept: list[tuple[Log, list[Record]]] = [(Log(), [])]
+@given(program=ops, base=st.sampled_from([0, 0, 3, 17]))
+def test_log_reads_as_the_list_it_was_made_from(program: list[tuple[str, int, int]], base: int) -> None:
+    """``base``: a log that starts at that offset (LOG-START-1) reads as a list with
+    ``GAP`` placeholders below it, although it stores none (``Log.starting_at``)."""
+    kept: list[tuple[Log, list[Record]]] = [(Log.starting_at(base), [GAP] * base)]
     log, model = kept[0]
     for n, (op, a, b) in enumerate(program):
         if op == "extend":
@@ -43,16 +45,23 @@ def test_log_reads_as_the_list_it_was_made_from(program: list[tuple[str, int, in
     for value, expected in kept:
         assert list(value) == expected and len(value) == len(expected)
         assert value.rendered() == [r.render() for r in expected]
+        assert value.rendered(base) == [r.render() for r in expected[base:]]
+        assert value[:] == tuple(expected) and all(value[o] == expected[o] for o in range(len(expected)))
         start = len(expected) // 3
         assert value.read(start) == tuple(expected[start:])
         assert value.read_entries(start) == tuple((o, r.value, r.epoch) for o, r in enumerate(expected) if o >= start)
         assert value.read_entries(start, start + 2) == tuple(
             (o, r.value, r.epoch) for o, r in enumerate(expected) if start <= o < start + 2
         )
-    for (one, one_list), (other, other_list) in itertools.pairwise(kept):
+    for (one, one_list), (other, other_list) in [*itertools.pairwise(kept), *itertools.pairwise(reversed(kept))]:
         n = min(len(one_list), len(other_list))
         assert one.same_prefix(other, n) == (one_list[:n] == other_list[:n])
         assert (one == other) == (one_list == other_list)
+        differs = [o for o in range(n) if one_list[o] != other_list[o]]
+        for start in (0, n // 2):
+            first = next((o for o in differs if o >= start), n)
+            assert one.first_difference(other, start, n) == first  # asked twice: the second from memory
+            assert one.first_difference(other, start, n) == first
 
 
 history_ops = st.lists(
