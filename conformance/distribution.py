@@ -17,7 +17,8 @@ fetch wait, of half the lag, of exactly lag - 1, lag and lag + 1 ms, of the chec
 interval and of the request timeout; elections notifying only a subset of the brokers (the
 rest stay in flight); crashes losing an unflushed tail (``unflushed_from``); consumes at
 any offset up to past the leader's LEO; epoch queries for any epoch up to one past the
-controller's, with or without a current leader epoch. Two combined steps: ``fetch_all`` (every follower
+controller's, with or without a current leader epoch; whole rounds (``fetch_round``,
+``epoch_round``) as well as their split steps. Two combined steps: ``fetch_all`` (every follower
 that may fetch does, once) and ``deliver_all`` (every fetch answer in flight arrives), the
 chains that move the high watermark. A step kind the reference gains later is drawn with
 ``OTHER_WEIGHT`` until it gets its own weight.
@@ -34,7 +35,18 @@ from typing import Any, Protocol
 
 from reference_impl import Config, Generation, State, Step, enabled_steps
 from reference_impl.enabled import candidate_steps
-from reference_impl.steps import Consume, Crash, Elect, EpochQuery, Fetch, FetchRound, Produce, Tick
+from reference_impl.steps import (
+    Consume,
+    Crash,
+    Elect,
+    EpochQuery,
+    EpochRequest,
+    EpochRound,
+    Fetch,
+    FetchRound,
+    Produce,
+    Tick,
+)
 
 WEIGHTS: dict[str, int] = {
     "fetch": 20,
@@ -42,6 +54,8 @@ WEIGHTS: dict[str, int] = {
     "produce": 14,
     "fetch_all": 6,
     "deliver_all": 6,
+    "fetch_round": 4,
+    "epoch_round": 2,
     "epoch_request": 8,
     "deliver_epoch": 8,
     "tick": 8,
@@ -318,11 +332,25 @@ def tick_lengths(config: Config) -> tuple[int, ...]:
     return tuple(dict.fromkeys(ms for ms in lengths if ms > 0))
 
 
+def with_rounds(steps: Sequence[Step]) -> list[Step]:
+    """``steps`` and, for each fetch and epoch request among them, its whole round
+    (``fetch_round``, ``epoch_round``: the request and, when answered at once, its answer in
+    one step, FETCH-ROUND-1 and EPOCH-ROUND-1), which ``enabled_steps`` does not list: an
+    implementation with both forms is drawn both."""
+    out = list(steps)
+    for step in steps:
+        if isinstance(step, Fetch):
+            out.append(FetchRound(step.replica, step.max_records, step.max_wait_ms))
+        elif isinstance(step, EpochRequest):
+            out.append(EpochRound(step.replica))
+    return out
+
+
 def enabled_by_kind(state: State, lower: Lower | None = None) -> dict[str, list[Step]]:
-    """The enabled steps (lowered for the implementation), grouped by kind, plus the
-    combined steps when they would take more than one step."""
+    """The enabled steps and whole rounds (lowered for the implementation), grouped by
+    kind, plus the combined steps when they would take more than one step."""
     by_kind: dict[str, list[Step]] = {}
-    for step in enabled_steps(state):
+    for step in with_rounds(enabled_steps(state)):
         if lower is None:
             by_kind.setdefault(step.kind, []).append(step)
             continue
