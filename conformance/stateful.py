@@ -819,14 +819,15 @@ def witness_fixture(trace: Trace, fixture_id: str = "fuzz-witness", reason: str 
         steps[-1]["expect"] = trace.observations[-1]
     config = {k: v for k, v in trace.config.to_dict().items() if v is not None}
     generation = config.pop("generation")
-    doc = {
+    doc: dict[str, Any] = {
         "id": fixture_id,
         "title": "A run where the implementation failed kconform fuzz",
         "source": "kconform fuzz",
         "description": reason or "found by kconform fuzz",
         "tags": ["fuzz"],
         "config": {**config, "generation": generation},
-        **({"initial": trace.initial} if trace.initial is not None else {}),
-        "steps": steps,
     }
+    if trace.initial is not None:  # a run from a drawn start (distribution.draw_initial)
+        doc["initial"] = trace.initial
+    doc["steps"] = steps
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=120)

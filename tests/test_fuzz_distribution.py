@@ -4,6 +4,7 @@ lists, the shrinker keeps witnesses short, and fuzz and explore count as suites 
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections import Counter
 from pathlib import Path
@@ -328,10 +329,8 @@ def test_fuzz_and_the_corpus_generator_draw_every_step_kind() -> None:
             for step in draw_steps(chooser, state):
                 fuzzed[step.kind] += 1
                 fuzzed["epoch_query current"] += getattr(step, "current_leader_epoch", None) is not None
-                try:
+                with contextlib.suppress(StepRejected):
                     state = apply(state, step)
-                except StepRejected:
-                    pass
     generated: Counter[str] = Counter()
     for i in range(250):
         for do in (entry["do"] for entry in generate_trace(24, i)["steps"]):
