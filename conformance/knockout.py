@@ -416,11 +416,13 @@ def _assigns(stmt: ast.stmt) -> set[str]:
     return names
 
 
-def _skip(function: ast.AST, site: Site) -> int:
-    """Leave out the statements the site marks; the first one's line (0: nothing to skip)."""
+def _skip(function: ast.AST, site: Site) -> tuple[int, Turn | None]:
+    """Leave out the statements the site marks; the first one's line (0: nothing to skip)
+    and, when that is one ``if`` without ``else``, the way into its body (skipping an ``if``
+    whose test is false changes nothing: the reference's tests have no side effects)."""
     found = _locate(function, site)
     if found is None:
-        return 0
+        return 0, None
     _, _, body, i = found
     if site.comment:
         start, end = _paragraph(body, i, backwards=False)
@@ -433,11 +435,14 @@ def _skip(function: ast.AST, site: Site) -> int:
     kept = [s for s in body[start : end + 1] if _assigns(s) & needed]
     removed = [s for s in body[start : end + 1] if s not in kept]
     if all(_is_fired(s) for s in removed):
-        return 0
+        return 0, None
     body[start : end + 1] = kept
     if not body:
         body.append(ast.Pass())
-    return removed[0].lineno
+    first = removed[0]
+    if len(removed) == 1 and isinstance(first, ast.If) and not first.orelse:
+        return first.lineno, Turn(first.test.lineno, first.test.end_lineno or first.lineno, first.body[0].lineno, True)
+    return first.lineno, None
 
 
 def _guard(function: ast.AST, site: Site, on: bool) -> tuple[int, Turn | None]:
@@ -478,7 +483,7 @@ def mutate(site: Site, operator: str) -> tuple[ast.FunctionDef | ast.AsyncFuncti
     function = copy.deepcopy(_function(site))
     turn: Turn | None = None
     if operator == "skip":
-        line = _skip(function, site)
+        line, turn = _skip(function, site)
     elif operator in ("guard-off", "guard-on"):
         line, turn = _guard(function, site, on=operator == "guard-on")
     else:
