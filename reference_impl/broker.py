@@ -8,9 +8,9 @@ who leads (LeaderAndIsr on startup).
 
 from __future__ import annotations
 
+from . import epoch_cache
 from .alter_partition import drop_proposals
 from .controller import handle_failures
-from . import epoch_cache
 from .draft import Draft
 from .errors import StepRejected
 from .fetch_purgatory import abort_parked_fetches
