@@ -226,20 +226,35 @@ def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN)
             replica["log"] += [f"x{name}{i}@{tail}" for i in range(chooser.integer(1, 2))]
             if profile.asks_epoch_before_fetch:
                 replica["fetch_state"] = "truncating"
+        elif not profile.keeps_epoch_cache and k == len(leader_log) and chooser.integer(0, 3) == 0:
+            # hw-truncation: records past the leader's log end (an unclean election's or a
+            # power failure's leftovers): its next fetch is out of range above (FOLLOWER-OOR-1/2)
+            replica["log"] += [f"x{name}{i}@{chooser.integer(0, epoch)}" for i in range(chooser.integer(1, 2))]
         elif chooser.integer(0, 1):
             isr.append(name)
             shared = min(shared, k)
         replicas[name] = replica
     hw = chooser.integer(0, shared)
     replicas[leader] = {"log": leader_log, "hw": hw}
+    start = 0
     if hw and chooser.integer(0, 3) == 0:
         # the leader's records below its log start are gone (LOG-START-1): a follower
         # further behind is out of range
         start = chooser.integer(1, hw)
         replicas[leader] = {"log_start": start, "log": leader_log[start:], "hw": hw}
     for name, data in replicas.items():
-        if name != leader:
-            data["hw"] = chooser.integer(0, min(hw, len(data["log"])))
+        if name == leader:
+            continue
+        if start and name not in isr and chooser.integer(0, 2) == 0:
+            # a follower that already started its log over at the leader's log start
+            # (LOG-START-3): no records, an empty epoch cache, HW at its log start
+            data.clear()
+            data.update({"log_start": start, "log": []})
+            if profile.asks_epoch_before_fetch and chooser.integer(0, 1):
+                data["fetch_state"] = "truncating"
+            data["hw"] = start
+            continue
+        data["hw"] = chooser.integer(0, min(hw, len(data["log"])))
     drawn = {
         "leader": leader,
         "leader_epoch": epoch,
@@ -447,6 +462,8 @@ def vary(chooser: Chooser, state: State, step: Step) -> Step:
             return step
         # mostly the tail above the HW; sometimes below it (the HW checkpoint can be ahead
         # of what reached the disk: Kafka flushes the log and the checkpoint independently)
+        if chooser.integer(0, 7) == 0:  # past the log end: refused (CRASH-PRE-1)
+            return replace(step, unflushed_from=replica.leo + 1)
         low = min(replica.hw, replica.leo) if chooser.integer(0, 1) else 0
         return replace(step, unflushed_from=chooser.integer(low, replica.leo))
     return step
