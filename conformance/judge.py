@@ -163,7 +163,7 @@ def judge(
     if fixture.initial is not None and lowered.initial is not None:
         # a given start: the properties' history begins at it (a truncation at step 1 is a
         # change from it, e.g. KIP-101's cut to the HW), not at nothing
-        watch.monitor.previous = observe(lowered.initial)
+        watch.monitor.given(observe(lowered.initial))
     lacking = frozenset(k for k in SPLIT_KINDS if k not in description.steps)
     frontier = Frontier(lowered.initial, lacking) if lowered.initial is not None and not safety_only else None
     steps_by_index = {fs.index: fs for fs in fixture.steps}
