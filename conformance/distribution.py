@@ -237,7 +237,7 @@ def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN)
     hw = chooser.integer(0, shared)
     replicas[leader] = {"log": leader_log, "hw": hw}
     start = 0
-    if hw and chooser.integer(0, 3) == 0:
+    if hw and chooser.integer(0, 2) == 0:
         # the leader's records below its log start are gone (LOG-START-1): a follower
         # further behind is out of range
         start = chooser.integer(1, hw)
@@ -245,12 +245,20 @@ def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN)
     for name, data in replicas.items():
         if name == leader:
             continue
-        if start and name not in isr and chooser.integer(0, 2) == 0:
+        if start and name not in isr and chooser.integer(0, 1) == 0:
             # a follower that already started its log over at the leader's log start
-            # (LOG-START-3): no records, an empty epoch cache, HW at its log start
+            # (LOG-START-3): an empty epoch cache and HW at its log start, and sometimes
+            # (epoch generations) a record of an epoch the leader never wrote there, which
+            # a divergence may cut below that start (LOG-START-2)
+            older = [e for e in range(epoch) if e not in epochs[start:]]
+            tail = (
+                [f"x{name}{start}@{pick(chooser, older)}"]
+                if profile.keeps_epoch_cache and older and chooser.integer(0, 1)
+                else []
+            )
             data.clear()
-            data.update({"log_start": start, "log": []})
-            if profile.asks_epoch_before_fetch and chooser.integer(0, 1):
+            data.update({"log_start": start, "log": tail})
+            if profile.asks_epoch_before_fetch:
                 data["fetch_state"] = "truncating"
             data["hw"] = start
             continue
