@@ -210,6 +210,15 @@ def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN)
     epochs = sorted(chooser.integer(0, epoch) for _ in range(chooser.integer(0, 4)))
     leader_log = [f"i{i}@{e}" for i, e in enumerate(epochs)]
     replicas: dict[str, dict[str, Any]] = {}
+    prefix: dict[str, int] = {}
+    diverged: list[int] = []
+    tails: set[int] = set()
+    """Where the followers with a deposed leader's tail part from the leader's log: its
+    log start stays at or below them (a divergence below the leader's log start is one no
+    epoch can find, which Kafka leaves too, KAFKA-7415, but the safety properties cannot
+    tell from a broken one without the history)."""
+    """Follower -> how many of the leader's records it holds: its HW is at most that (an HW
+    never covers a record the leader did not send it)."""
     isr, shared = [leader], len(leader_log)
     for name in config.replicas:
         if name == leader:
@@ -218,12 +227,15 @@ def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN)
         replica: dict[str, Any] = {"log": leader_log[:k]}
         floor = epochs[k - 1] if k else 0
         # an older epoch than the partition's, and not one the leader wrote from offset k on
-        others = [e for e in range(floor, epoch) if e not in epochs[k:]]
+        # (each such epoch at most once: one leader wrote it, one sequence of records)
+        others = [e for e in range(floor, epoch) if e not in epochs[k:] and e not in tails]
         if profile.keeps_epoch_cache and others and chooser.integer(0, 2) == 0:
             # a deposed leader's tail: outside the ISR, and under leader-epoch still to
             # truncate (under hw-truncation it was cut to the HW on becoming follower)
             tail = pick(chooser, others)
+            tails.add(tail)
             replica["log"] += [f"x{name}{i}@{tail}" for i in range(chooser.integer(1, 2))]
+            diverged.append(k)
             if profile.asks_epoch_before_fetch:
                 replica["fetch_state"] = "truncating"
         elif not profile.keeps_epoch_cache and k == len(leader_log) and chooser.integer(0, 3) == 0:
@@ -234,35 +246,37 @@ def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN)
             isr.append(name)
             shared = min(shared, k)
         replicas[name] = replica
+        prefix[name] = k
     hw = chooser.integer(0, shared)
     replicas[leader] = {"log": leader_log, "hw": hw}
-    start = 0
-    if hw and chooser.integer(0, 2) == 0:
+    followers = [name for name in replicas if name != leader]
+    for name in followers:
+        replicas[name]["hw"] = chooser.integer(0, min(hw, prefix[name]))
+    # a log start at most every ISR member's HW: a follower that restarted its log there
+    # has its HW there, and no ISR member's HW lags one outside the ISR by more
+    limit = min([hw, *diverged, *(replicas[n]["hw"] for n in followers if n in isr)])
+    if limit and chooser.integer(0, 1) == 0:
         # the leader's records below its log start are gone (LOG-START-1): a follower
         # further behind is out of range
-        start = chooser.integer(1, hw)
+        start = chooser.integer(1, limit)
         replicas[leader] = {"log_start": start, "log": leader_log[start:], "hw": hw}
-    for name, data in replicas.items():
-        if name == leader:
-            continue
-        if start and name not in isr and chooser.integer(0, 1) == 0:
+        for name in followers:
+            if name in isr or chooser.integer(0, 1):
+                continue
             # a follower that already started its log over at the leader's log start
             # (LOG-START-3): an empty epoch cache and HW at its log start, and sometimes
             # (epoch generations) a record of an epoch the leader never wrote there, which
             # a divergence may cut below that start (LOG-START-2)
-            older = [e for e in range(epoch) if e not in epochs[start:]]
+            older = [e for e in range(epoch) if e not in epochs[start:] and e not in tails]
             tail = (
                 [f"x{name}{start}@{pick(chooser, older)}"]
                 if profile.keeps_epoch_cache and older and chooser.integer(0, 1)
                 else []
             )
-            data.clear()
-            data.update({"log_start": start, "log": tail})
+            restarted: dict[str, Any] = {"log_start": start, "log": tail, "hw": start}
             if profile.asks_epoch_before_fetch:
-                data["fetch_state"] = "truncating"
-            data["hw"] = start
-            continue
-        data["hw"] = chooser.integer(0, min(hw, len(data["log"])))
+                restarted["fetch_state"] = "truncating"
+            replicas[name] = restarted
     drawn = {
         "leader": leader,
         "leader_epoch": epoch,
