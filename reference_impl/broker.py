@@ -88,11 +88,11 @@ def restart(d: Draft, replica_id: str) -> None:
     d.fired.append("RESTART-1")
     restarted = d.replicas[d.position[replica_id]]
     loaded = epoch_cache.truncate_from_end(restarted.epoch_cache, restarted.leo)
+    # RESTART-3: loading the log drops the cache entries at or above its end, such as an
+    # epoch the broker led without writing (LogLoader.load; Log's constructor since 0.11,
+    # KAFKA-5099: leaderEpochCache.clearAndFlushLatest(nextOffset)).
+    d.put(evolve(restarted, epoch_cache=loaded))
     if loaded != restarted.epoch_cache:
-        # RESTART-3: loading the log drops the cache entries at or above its end, such as an
-        # epoch the broker led without writing (LAI-2) (LogLoader.load; Log's constructor
-        # since 0.11, KAFKA-5099: leaderEpochCache.clearAndFlushLatest(nextOffset)).
-        d.put(evolve(restarted, epoch_cache=loaded))
         d.fired.extend(("RESTART-3", "EPOCH-CACHE-2"))
     if ctrl.leader is not None:
         become_follower(d, replica_id, ctrl.leader, ctrl.epoch)
