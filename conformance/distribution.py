@@ -17,7 +17,8 @@ fetch wait, of half the lag, of exactly lag - 1, lag and lag + 1 ms, of the chec
 interval and of the request timeout; elections notifying only a subset of the brokers (the
 rest stay in flight); crashes losing an unflushed tail (``unflushed_from``); consumes at
 any offset up to past the leader's LEO; epoch queries for any epoch up to one past the
-controller's, with or without a current leader epoch. Two combined steps: ``fetch_all`` (every follower
+controller's, with or without a current leader epoch; whole rounds (``fetch_round``,
+``epoch_round``) as well as their split steps. Two combined steps: ``fetch_all`` (every follower
 that may fetch does, once) and ``deliver_all`` (every fetch answer in flight arrives), the
 chains that move the high watermark. A step kind the reference gains later is drawn with
 ``OTHER_WEIGHT`` until it gets its own weight.
@@ -34,7 +35,18 @@ from typing import Any, Protocol
 
 from reference_impl import Config, Generation, State, Step, enabled_steps
 from reference_impl.enabled import candidate_steps
-from reference_impl.steps import Consume, Crash, Elect, EpochQuery, Fetch, FetchRound, Produce, Tick
+from reference_impl.steps import (
+    Consume,
+    Crash,
+    Elect,
+    EpochQuery,
+    EpochRequest,
+    EpochRound,
+    Fetch,
+    FetchRound,
+    Produce,
+    Tick,
+)
 
 WEIGHTS: dict[str, int] = {
     "fetch": 20,
@@ -42,6 +54,8 @@ WEIGHTS: dict[str, int] = {
     "produce": 14,
     "fetch_all": 6,
     "deliver_all": 6,
+    "fetch_round": 4,
+    "epoch_round": 2,
     "epoch_request": 8,
     "deliver_epoch": 8,
     "tick": 8,
@@ -196,6 +210,15 @@ def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN)
     epochs = sorted(chooser.integer(0, epoch) for _ in range(chooser.integer(0, 4)))
     leader_log = [f"i{i}@{e}" for i, e in enumerate(epochs)]
     replicas: dict[str, dict[str, Any]] = {}
+    prefix: dict[str, int] = {}
+    diverged: list[int] = []
+    tails: set[int] = set()
+    """Where the followers with a deposed leader's tail part from the leader's log: its
+    log start stays at or below them (a divergence below the leader's log start is one no
+    epoch can find, which Kafka leaves too, KAFKA-7415, but the safety properties cannot
+    tell from a broken one without the history)."""
+    """Follower -> how many of the leader's records it holds: its HW is at most that (an HW
+    never covers a record the leader did not send it)."""
     isr, shared = [leader], len(leader_log)
     for name in config.replicas:
         if name == leader:
@@ -204,28 +227,56 @@ def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN)
         replica: dict[str, Any] = {"log": leader_log[:k]}
         floor = epochs[k - 1] if k else 0
         # an older epoch than the partition's, and not one the leader wrote from offset k on
-        others = [e for e in range(floor, epoch) if e not in epochs[k:]]
+        # (each such epoch at most once: one leader wrote it, one sequence of records)
+        others = [e for e in range(floor, epoch) if e not in epochs[k:] and e not in tails]
         if profile.keeps_epoch_cache and others and chooser.integer(0, 2) == 0:
             # a deposed leader's tail: outside the ISR, and under leader-epoch still to
             # truncate (under hw-truncation it was cut to the HW on becoming follower)
             tail = pick(chooser, others)
+            tails.add(tail)
             replica["log"] += [f"x{name}{i}@{tail}" for i in range(chooser.integer(1, 2))]
+            diverged.append(k)
             if profile.asks_epoch_before_fetch:
                 replica["fetch_state"] = "truncating"
+        elif not profile.keeps_epoch_cache and k == len(leader_log) and chooser.integer(0, 3) == 0:
+            # hw-truncation: records past the leader's log end (an unclean election's or a
+            # power failure's leftovers): its next fetch is out of range above (FOLLOWER-OOR-1/2)
+            replica["log"] += [f"x{name}{i}@{chooser.integer(0, epoch)}" for i in range(chooser.integer(1, 2))]
         elif chooser.integer(0, 1):
             isr.append(name)
             shared = min(shared, k)
         replicas[name] = replica
+        prefix[name] = k
     hw = chooser.integer(0, shared)
     replicas[leader] = {"log": leader_log, "hw": hw}
-    if hw and chooser.integer(0, 3) == 0:
+    followers = [name for name in replicas if name != leader]
+    for name in followers:
+        replicas[name]["hw"] = chooser.integer(0, min(hw, prefix[name]))
+    # a log start at most every ISR member's HW: a follower that restarted its log there
+    # has its HW there, and no ISR member's HW lags one outside the ISR by more
+    limit = min([hw, *diverged, *(replicas[n]["hw"] for n in followers if n in isr)])
+    if limit and chooser.integer(0, 1) == 0:
         # the leader's records below its log start are gone (LOG-START-1): a follower
         # further behind is out of range
-        start = chooser.integer(1, hw)
+        start = chooser.integer(1, limit)
         replicas[leader] = {"log_start": start, "log": leader_log[start:], "hw": hw}
-    for name, data in replicas.items():
-        if name != leader:
-            data["hw"] = chooser.integer(0, min(hw, len(data["log"])))
+        for name in followers:
+            if name in isr or chooser.integer(0, 1):
+                continue
+            # a follower that already started its log over at the leader's log start
+            # (LOG-START-3): an empty epoch cache and HW at its log start, and sometimes
+            # (epoch generations) a record of an epoch the leader never wrote there, which
+            # a divergence may cut below that start (LOG-START-2)
+            older = [e for e in range(epoch) if e not in epochs[start:] and e not in tails]
+            tail = (
+                [f"x{name}{start}@{pick(chooser, older)}"]
+                if profile.keeps_epoch_cache and older and chooser.integer(0, 1)
+                else []
+            )
+            restarted: dict[str, Any] = {"log_start": start, "log": tail, "hw": start}
+            if profile.asks_epoch_before_fetch:
+                restarted["fetch_state"] = "truncating"
+            replicas[name] = restarted
     drawn = {
         "leader": leader,
         "leader_epoch": epoch,
@@ -318,11 +369,25 @@ def tick_lengths(config: Config) -> tuple[int, ...]:
     return tuple(dict.fromkeys(ms for ms in lengths if ms > 0))
 
 
+def with_rounds(steps: Sequence[Step]) -> list[Step]:
+    """``steps`` and, for each fetch and epoch request among them, its whole round
+    (``fetch_round``, ``epoch_round``: the request and, when answered at once, its answer in
+    one step, FETCH-ROUND-1 and EPOCH-ROUND-1), which ``enabled_steps`` does not list: an
+    implementation with both forms is drawn both."""
+    out = list(steps)
+    for step in steps:
+        if isinstance(step, Fetch):
+            out.append(FetchRound(step.replica, step.max_records, step.max_wait_ms))
+        elif isinstance(step, EpochRequest):
+            out.append(EpochRound(step.replica))
+    return out
+
+
 def enabled_by_kind(state: State, lower: Lower | None = None) -> dict[str, list[Step]]:
-    """The enabled steps (lowered for the implementation), grouped by kind, plus the
-    combined steps when they would take more than one step."""
+    """The enabled steps and whole rounds (lowered for the implementation), grouped by
+    kind, plus the combined steps when they would take more than one step."""
     by_kind: dict[str, list[Step]] = {}
-    for step in enabled_steps(state):
+    for step in with_rounds(enabled_steps(state)):
         if lower is None:
             by_kind.setdefault(step.kind, []).append(step)
             continue
@@ -419,6 +484,8 @@ def vary(chooser: Chooser, state: State, step: Step) -> Step:
             return step
         # mostly the tail above the HW; sometimes below it (the HW checkpoint can be ahead
         # of what reached the disk: Kafka flushes the log and the checkpoint independently)
+        if chooser.integer(0, 7) == 0:  # past the log end: refused (CRASH-PRE-1)
+            return replace(step, unflushed_from=replica.leo + 1)
         low = min(replica.hw, replica.leo) if chooser.integer(0, 1) else 0
         return replace(step, unflushed_from=chooser.integer(low, replica.leo))
     return step

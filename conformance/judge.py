@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from reference_impl import Config, State
+from reference_impl import Config, State, observe
 
 from .adapter import Adapter, Description
 from .coarsen import Plan, PlanStep
@@ -163,6 +163,10 @@ def judge(
     result.checked = lowered.checked
     shared = bool(getattr(adapter, "shares_observations", False))
     watch = Watch(description, fixture.config, check_shape, shared)
+    if fixture.initial is not None and lowered.initial is not None:
+        # a given start: the properties' history begins at it (a truncation at step 1 is a
+        # change from it, e.g. KIP-101's cut to the HW), not at nothing
+        watch.monitor.given(observe(lowered.initial))
     lacking = frozenset(k for k in SPLIT_KINDS if k not in description.steps)
     frontier = Frontier(lowered.initial, lacking) if lowered.initial is not None and not safety_only else None
     steps_by_index = {fs.index: fs for fs in fixture.steps}

@@ -195,6 +195,38 @@ class Site:
 
 
 @dataclass(frozen=True)
+class Turn:
+    """The way a run goes at one ``if``: its test spans lines ``first..last``, its body
+    starts at ``body``; ``into`` is True when the run must enter the body (the test was
+    true), False when it must not. A forced test differs from the reference only where the
+    reference went the other way (``Knockout.turn``), which the trace of a run shows as the
+    line that follows the test's (``Reach.turns``)."""
+
+    first: int
+    last: int
+    body: int
+    into: bool
+
+    def taken(self, module: str, reach: Reach) -> bool:
+        """Whether ``reach`` went this way at the ``if`` in ``module``."""
+        for after in reach.after.get(module, {}).get(self.last, ()):
+            if self.into and after == self.body:
+                return True
+            if not self.into and after != self.body and not self.first <= after <= self.last:
+                return True
+        return False
+
+
+@dataclass
+class Reach:
+    """What a run executed of ``reference_impl``: the ``(module, line)`` pairs, and for
+    each line the lines that followed it in the same frame (-1: the function returned)."""
+
+    lines: set[tuple[str, int]]
+    after: dict[str, dict[int, set[int]]]
+
+
+@dataclass(frozen=True)
 class Knockout:
     """One mutant: ``operator`` applied at ``site``."""
 
@@ -209,6 +241,9 @@ class Knockout:
     line: int = 0
     """The line a run must reach for the knockout to differ (the forced ``if``, the first
     statement skipped): a generation whose runs never reach it cannot tell it apart."""
+    turn: Turn | None = None
+    """For a forced ``if``: the way the reference must go at it for the knockout to differ
+    (forcing a test to the value it has anyway changes nothing)."""
 
     @property
     def where(self) -> str:
@@ -381,11 +416,13 @@ def _assigns(stmt: ast.stmt) -> set[str]:
     return names
 
 
-def _skip(function: ast.AST, site: Site) -> int:
-    """Leave out the statements the site marks; the first one's line (0: nothing to skip)."""
+def _skip(function: ast.AST, site: Site) -> tuple[int, Turn | None]:
+    """Leave out the statements the site marks; the first one's line (0: nothing to skip)
+    and, when that is one ``if`` without ``else``, the way into its body (skipping an ``if``
+    whose test is false changes nothing: the reference's tests have no side effects)."""
     found = _locate(function, site)
     if found is None:
-        return 0
+        return 0, None
     _, _, body, i = found
     if site.comment:
         start, end = _paragraph(body, i, backwards=False)
@@ -398,18 +435,22 @@ def _skip(function: ast.AST, site: Site) -> int:
     kept = [s for s in body[start : end + 1] if _assigns(s) & needed]
     removed = [s for s in body[start : end + 1] if s not in kept]
     if all(_is_fired(s) for s in removed):
-        return 0
+        return 0, None
     body[start : end + 1] = kept
     if not body:
         body.append(ast.Pass())
-    return removed[0].lineno
+    first = removed[0]
+    if len(removed) == 1 and isinstance(first, ast.If) and not first.orelse:
+        return first.lineno, Turn(first.test.lineno, first.test.end_lineno or first.lineno, first.body[0].lineno, True)
+    return first.lineno, None
 
 
-def _guard(function: ast.AST, site: Site, on: bool) -> int:
-    """Force the ``if`` around the site; the line of its test (0: no ``if`` to force)."""
+def _guard(function: ast.AST, site: Site, on: bool) -> tuple[int, Turn | None]:
+    """Force the ``if`` around the site; the line of its test (0: no ``if`` to force) and
+    the way the reference must go there for the change to matter."""
     found = _locate(function, site)
     if found is None:
-        return 0
+        return 0, None
     parents = {id(child): (parent, name) for parent, name, body in _bodies(function) for child in body}
     node: ast.AST = found[2][found[3]]
     while id(node) in parents:
@@ -417,13 +458,14 @@ def _guard(function: ast.AST, site: Site, on: bool) -> int:
         if isinstance(parent, ast.If):
             branch = parent.body if name == "body" else parent.orelse
             if all(_is_fired(s) for s in branch) and not parent.orelse:
-                return 0
+                return 0, None
             taken = on if name == "body" else not on
             line = parent.test.lineno
+            turn = Turn(line, parent.test.end_lineno or line, parent.body[0].lineno, not taken)
             parent.test = ast.copy_location(ast.Constant(taken), parent.test)
-            return line
+            return line, turn
         node = parent
-    return 0
+    return 0, None
 
 
 def _function(site: Site) -> ast.FunctionDef | ast.AsyncFunctionDef:
@@ -434,17 +476,19 @@ def _function(site: Site) -> ast.FunctionDef | ast.AsyncFunctionDef:
     raise LookupError(f"reference_impl/{site.module}.py has no function {site.function}")
 
 
-def mutate(site: Site, operator: str) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, int] | None:
-    """The site's function with ``operator`` applied and the line a run must reach for the
-    change to matter, or None where the operator does not apply."""
+def mutate(site: Site, operator: str) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, int, Turn | None] | None:
+    """The site's function with ``operator`` applied, the line a run must reach for the
+    change to matter and (a forced ``if``) the way it must go there, or None where the
+    operator does not apply."""
     function = copy.deepcopy(_function(site))
+    turn: Turn | None = None
     if operator == "skip":
-        line = _skip(function, site)
+        line, turn = _skip(function, site)
     elif operator in ("guard-off", "guard-on"):
-        line = _guard(function, site, on=operator == "guard-on")
+        line, turn = _guard(function, site, on=operator == "guard-on")
     else:
         raise ValueError(f"unknown knockout operator {operator!r} (one of {', '.join(OPERATORS)})")
-    return (function, line) if line else None
+    return (function, line, turn) if line else None
 
 
 def knockouts(rules: Iterable[str] | None = None) -> list[Knockout]:
@@ -464,24 +508,49 @@ def knockouts(rules: Iterable[str] | None = None) -> list[Knockout]:
                 mutated = mutate(site, operator)
                 if mutated is None:
                     continue
-                changed, line = mutated
+                changed, line, turn = mutated
                 key = f"{site.module}:{ast.dump(changed)}"
                 if key in seen:
                     continue
                 seen.add(key)
-                out.append(Knockout(f"{rule}:{operator}:{where}:{rank[where]}", rule, operator, site, key, line))
+                out.append(Knockout(f"{rule}:{operator}:{where}:{rank[where]}", rule, operator, site, key, line, turn))
     return out
 
 
 def reached_lines(run: Callable[[], object]) -> set[tuple[str, int]]:
-    """The ``(module, line)`` of ``reference_impl`` that ``run()`` executes (a trace
-    function over the reference's files only)."""
+    """The ``(module, line)`` of ``reference_impl`` that ``run()`` executes."""
+    return reached(run).lines
+
+
+def reach_of(knockout: Knockout, reach: Reach) -> bool:
+    """Whether a run that executed ``reach`` can tell ``knockout`` from the reference: it
+    ran the changed line and, at a forced ``if``, went the way the knockout does not."""
+    module = knockout.site.module
+    if (module, knockout.line) not in reach.lines:
+        return False
+    return knockout.turn is None or knockout.turn.taken(module, reach)
+
+
+def reached(run: Callable[[], object]) -> Reach:
+    """What ``run()`` executes of ``reference_impl`` (a trace function over the
+    reference's files only): its lines, and which line followed which in each frame."""
     folder = str(Path(reference_impl.__file__).parent)
     seen: set[tuple[str, int]] = set()
+    after: dict[str, dict[int, set[int]]] = {}
+    last: dict[int, tuple[str, int]] = {}
 
     def local(frame: FrameType, event: str, arg: object) -> Any:
         if event == "line":
-            seen.add((Path(frame.f_code.co_filename).stem, frame.f_lineno))
+            module = Path(frame.f_code.co_filename).stem
+            seen.add((module, frame.f_lineno))
+            previous = last.get(id(frame))
+            if previous is not None:
+                after.setdefault(module, {}).setdefault(previous[1], set()).add(frame.f_lineno)
+            last[id(frame)] = (module, frame.f_lineno)
+        elif event == "return":
+            previous = last.pop(id(frame), None)
+            if previous is not None:
+                after.setdefault(previous[0], {}).setdefault(previous[1], set()).add(-1)
         return local
 
     def calls(frame: FrameType, event: str, arg: object) -> Any:
@@ -495,7 +564,7 @@ def reached_lines(run: Callable[[], object]) -> set[tuple[str, int]]:
         run()
     finally:
         sys.settrace(previous)
-    return seen
+    return Reach(seen, after)
 
 
 # --- the mutant ------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from typing import Any
 from reference_impl import Generation
 
 from .fixtures import Fixture
-from .knockout import EQUIVALENT, Knockout, knockouts, member, reached_lines, spec_rules
+from .knockout import EQUIVALENT, Knockout, Reach, knockouts, member, reach_of, reached, spec_rules
 from .runner import reference_trace
 from .sensitivity import Explored, Kill, explore_kills, explore_trees, fuzz_kills, judge
 
@@ -46,7 +46,8 @@ class KnockoutVerdict:
     """Fixture case id -> its generation."""
     reached: tuple[str, ...] = ()
     """The generations in which some fixture case runs the knockout's line on the reference
-    (``Knockout.line``): only there can a case kill it."""
+    (``Knockout.line``) and, at a forced ``if``, goes the other way (``Knockout.turn``):
+    only there can a case kill it."""
 
     @property
     def status(self) -> str:
@@ -179,8 +180,8 @@ class Sweep:
         }
 
 
-def _reached(knockout: Knockout, reached: dict[tuple[str, int], set[str]]) -> tuple[str, ...]:
-    found = reached.get((knockout.site.module, knockout.line), set())
+def _reached(knockout: Knockout, reaches: Sequence[tuple[str, Reach]]) -> tuple[str, ...]:
+    found = {generation for generation, reach in reaches if reach_of(knockout, reach)}
     return tuple(g.value for g in Generation if g.value in found)
 
 
@@ -200,10 +201,7 @@ def sweep(
     wanted = list(rules) if rules is not None else list(spec_rules())
     traces = {f.id: reference_trace(f) for f in fixtures}
     generation_of = {f.id: f.generation.value for f in fixtures}
-    reached: dict[tuple[str, int], set[str]] = {}
-    for f in fixtures:
-        for line in reached_lines(partial(reference_trace, f)):
-            reached.setdefault(line, set()).add(f.generation.value)
+    reaches = [(f.generation.value, reached(partial(reference_trace, f))) for f in fixtures]
     trees: list[Explored] = explore_trees(generations, explore_depth) if explore_depth else []
     every = knockouts(wanted)
     done: dict[str, KnockoutVerdict] = {}
@@ -216,7 +214,7 @@ def sweep(
             entry = member(knockout, i)
             judged = judge(entry, fixtures, traces, level)
             first = KnockoutVerdict(knockout, judged.kills, [], judged.errors, generation_of)
-            first.reached = _reached(knockout, reached)
+            first.reached = _reached(knockout, reaches)
             if not first.kills and knockout.id not in EQUIVALENT:
                 try:
                     if trees:
@@ -228,7 +226,7 @@ def sweep(
             done[knockout.key] = first
         out[knockout.rule].append(
             KnockoutVerdict(
-                knockout, first.kills, first.searched, first.errors, generation_of, _reached(knockout, reached)
+                knockout, first.kills, first.searched, first.errors, generation_of, _reached(knockout, reaches)
             )
         )
     verdicts = [RuleVerdict(rule, out[rule]) for rule in wanted]

@@ -51,7 +51,7 @@ from reference_impl.steps import Elect, EpochRequest, EpochRound, Fetch, FetchRo
 
 from .adapter import Adapter, AdapterError, Description
 from .conventions import unsupported_step_field
-from .distribution import NAMES, WEIGHTS, RandomChooser, draw_config, draw_steps, simpler, swarm
+from .distribution import NAMES, WEIGHTS, RandomChooser, draw_config, draw_initial, draw_steps, simpler, swarm
 from .explore import EXPECTED_VIOLATIONS, alphabet, state_key
 from .judge import SPLIT_KINDS
 from .limits import CONTROLLER_KINDS, fit
@@ -70,6 +70,10 @@ WITNESSES = 3
 """Failing runs shrunk per kind of failure; the shortest witness is kept."""
 INVARIANT_WITNESSES = 10
 """Runs shrunk per invariant the reference breaks (cheap: the reference alone is replayed)."""
+INITIAL_ONE_IN = 3
+"""One run in INITIAL_ONE_IN starts from a drawn state (``distribution.draw_initial``: a
+log start above a follower's LEO, a deposed leader's tail, ...), as the corpus generator's
+traces do, on an implementation that can start from one (capability ``initial_state``)."""
 
 
 @dataclass
@@ -87,6 +91,9 @@ class Trace:
     """Index in ``steps`` -> the rule of a step the reference refuses (the implementation must too)."""
     taken: list[Step] = field(default_factory=list)
     """The steps the reference took (the sent ones and answers delivered by themselves)."""
+    initial: dict[str, Any] | None = None
+    """The state the run starts from (a fixture's ``initial:`` block, every default spelled
+    out: ``distribution.draw_initial``), or None for the empty partition."""
 
 
 class Disagreement(AssertionError):
@@ -238,9 +245,9 @@ class Judge:
     def honours(self, step: Step) -> bool:
         return unsupported_step_field(step, self.description) is None
 
-    def start(self, config: Config) -> None:
-        self.state = initial_state(config)
-        self.trace = Trace(config=config, level=self.level)
+    def start(self, config: Config, initial: dict[str, Any] | None = None) -> None:
+        self.state = initial_state(config, initial)
+        self.trace = Trace(config=config, level=self.level, initial=initial)
         self.broken = {}
 
     def _reference(self, step: Step) -> None:
@@ -284,7 +291,9 @@ class Judge:
         assert config is not None
         steps = list(self.trace.sent)
         self.runs += 1
-        walked = walk(config, steps, f"fuzz-run-{self.runs}", source="kconform fuzz", group="fuzz")
+        walked = walk(
+            config, steps, f"fuzz-run-{self.runs}", source="kconform fuzz", group="fuzz", initial=self.trace.initial
+        )
         self.trace.steps = [dict(fs.do) for fs in walked.fixture.steps]
         self.trace.observations = [o if o is not None else {} for o in walked.observations]
         self.trace.rejected = dict(walked.rejected)
@@ -380,12 +389,12 @@ class Judge:
         )
         return self._disagreement(f"safety:{run.finding.property}", message, number, ())
 
-    def replay(self, config: Config, steps: list[Step]) -> Disagreement | None:
-        """Judge ``steps`` from a reset (as drawn: steps the reference refuses stay, to be
-        refused); the failure, if any."""
+    def replay(self, config: Config, steps: list[Step], initial: dict[str, Any] | None = None) -> Disagreement | None:
+        """Judge ``steps`` from a reset to ``initial`` (as drawn: steps the reference refuses
+        stay, to be refused); the failure, if any."""
         self.stats.shrink_runs += 1
         try:
-            self.start(config)
+            self.start(config, initial)
             for step in steps:
                 self.take(step, deliver=False)
             return self.finish()
@@ -425,7 +434,8 @@ def random_run(
     judge.stats.runs += 1
     lowering = judge.lowering
     honours = judge.honours if judge.description.step_fields else None
-    judge.start(config)
+    initial = draw_initial(chooser, config, INITIAL_ONE_IN) if judge.description.initial_state else None
+    judge.start(config, initial)
     taken = 0
     while taken < steps:
         assert judge.state is not None
@@ -443,12 +453,14 @@ Attempt = Callable[[Config, list[Step]], list[Step] | None]
 
 
 def shrink_run(
-    config: Config, steps: list[Step], fails: Attempt, budget: int = SHRINK_REPLAYS
+    config: Config, steps: list[Step], fails: Attempt, budget: int = SHRINK_REPLAYS, configs: bool = True
 ) -> tuple[Config, list[Step]]:
     """A smaller run that ``fails`` the same way: steps removed in chunks (halves down to
     single steps, from the end), then in pairs (two steps that only go together), adjacent
     ticks merged into one, each step simplified (``distribution.simpler``), then the config
-    simplified (``_simpler_runs``), until nothing more helps or ``budget`` replays are spent."""
+    simplified (``_simpler_runs``; not with ``configs`` False: a run from a drawn state,
+    whose ``initial:`` names the config's replicas), until nothing more helps or ``budget``
+    replays are spent."""
     best = list(steps)
     spent = 0
 
@@ -490,7 +502,7 @@ def shrink_run(
                     improved = True
                     break
             i += 1
-        for simple_config, simple_steps in _simpler_runs(config, best):
+        for simple_config, simple_steps in _simpler_runs(config, best) if configs else ():
             improved |= attempt(simple_config, simple_steps)
     return config, best
 
@@ -509,12 +521,14 @@ def shrink(judge: Judge, failure: Disagreement, budget: int = SHRINK_REPLAYS) ->
     """``failure`` shrunk (``shrink_run``): the smallest run found failing with its signature."""
     assert failure.trace.config is not None
 
+    initial = failure.trace.initial
+
     def fails(cfg: Config, steps: list[Step]) -> list[Step] | None:
-        found = judge.replay(cfg, steps)
+        found = judge.replay(cfg, steps, initial)
         return list(found.trace.sent) if found is not None and found.signature == failure.signature else None
 
-    config, steps = shrink_run(failure.trace.config, list(failure.trace.sent), fails, budget)
-    final = judge.replay(config, steps)
+    config, steps = shrink_run(failure.trace.config, list(failure.trace.sent), fails, budget, initial is None)
+    final = judge.replay(config, steps, initial)
     return final if final is not None and final.signature == failure.signature else failure
 
 
@@ -735,7 +749,8 @@ def fuzz_all(
                 on_run(n + 1)
             run = judge.trace
             for invariant, at in judge.broken.items():
-                if shrunk[invariant] < INVARIANT_WITNESSES and run.config is not None:
+                # shrunk from the empty partition (a drawn start's violations show in its own runs)
+                if shrunk[invariant] < INVARIANT_WITNESSES and run.config is not None and run.initial is None:
                     shrunk[invariant] += 1
                     finding = _invariant_finding(invariant, run.config, run.taken[:at], started, cpu_started)
                     if invariant not in broken or len(finding.path) < len(broken[invariant].path):
@@ -746,7 +761,7 @@ def fuzz_all(
                 shrunk[failure.signature] += 1
                 found.setdefault(failure.signature, failure)
                 continue
-            again = judge.replay(failure.trace.config, list(failure.trace.sent))  # type: ignore[arg-type]
+            again = judge.replay(failure.trace.config, list(failure.trace.sent), failure.trace.initial)  # type: ignore[arg-type]
             if again is None or again.signature != failure.signature:
                 raise AdapterError(
                     "the implementation is not deterministic on replay: a failing run "
@@ -804,13 +819,15 @@ def witness_fixture(trace: Trace, fixture_id: str = "fuzz-witness", reason: str 
         steps[-1]["expect"] = trace.observations[-1]
     config = {k: v for k, v in trace.config.to_dict().items() if v is not None}
     generation = config.pop("generation")
-    doc = {
+    doc: dict[str, Any] = {
         "id": fixture_id,
         "title": "A run where the implementation failed kconform fuzz",
         "source": "kconform fuzz",
         "description": reason or "found by kconform fuzz",
         "tags": ["fuzz"],
         "config": {**config, "generation": generation},
-        "steps": steps,
     }
+    if trace.initial is not None:  # a run from a drawn start (distribution.draw_initial)
+        doc["initial"] = trace.initial
+    doc["steps"] = steps
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=120)

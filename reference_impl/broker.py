@@ -87,12 +87,13 @@ def restart(d: Draft, replica_id: str) -> None:
         )
     )
     d.fired.append("RESTART-1")
-    # RESTART-3: LogLoader.load (kafka.log.Log's constructor since 0.11) cuts the cache at
-    # the recovered LEO on every start, clean or not: an (epoch, LEO) entry is gone
-    loaded = d.replicas[d.position[replica_id]]
-    d.put(evolve(loaded, epoch_cache=epoch_cache.truncate_from_end(loaded.epoch_cache, loaded.leo)))
-    if loaded.epoch_cache and loaded.epoch_cache[-1][1] >= loaded.leo:
+    restarted = d.replicas[d.position[replica_id]]
+    loaded = epoch_cache.truncate_from_end(restarted.epoch_cache, restarted.leo)
+    # RESTART-3: loading the log drops the cache entries at or above its end, such as an
+    # epoch the broker led without writing (LogLoader.load; Log's constructor since 0.11,
+    # KAFKA-5099: leaderEpochCache.clearAndFlushLatest(nextOffset)).
+    d.put(evolve(restarted, epoch_cache=loaded))
+    if loaded != restarted.epoch_cache:
         d.fired.extend(("RESTART-3", "EPOCH-CACHE-2"))
-
     if ctrl.leader is not None:
         become_follower(d, replica_id, ctrl.leader, ctrl.epoch)

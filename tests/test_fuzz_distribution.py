@@ -4,6 +4,7 @@ lists, the shrinker keeps witnesses short, and fuzz and explore count as suites 
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections import Counter
 from pathlib import Path
@@ -310,3 +311,60 @@ def test_runs_start_from_drawn_states_too() -> None:
             for step in draw_steps(chooser, state, refused=False):
                 before, state = state, apply(state, step)
                 assert not check(state, before), (config, given, step)
+
+
+def test_fuzz_and_the_corpus_generator_draw_every_step_kind() -> None:
+    """Every step kind the reference has (its split steps, the whole rounds, the controller's
+    and the client's steps) is drawn by ``kconform fuzz``'s distribution and by the corpus
+    generator, with the fields issue 24 lists over their range."""
+    from conformance.corpus.generate import generate_trace
+    from reference_impl import STEP_TYPES
+
+    chooser = RandomChooser(random.Random(11))
+    fuzzed: Counter[str] = Counter()
+    for i in range(120):
+        config = draw_config(chooser, list(Generation)[i % 3])
+        state = initial_state(config, draw_initial(chooser, config))
+        for _ in range(30):
+            for step in draw_steps(chooser, state):
+                fuzzed[step.kind] += 1
+                fuzzed["epoch_query current"] += getattr(step, "current_leader_epoch", None) is not None
+                with contextlib.suppress(StepRejected):
+                    state = apply(state, step)
+    generated: Counter[str] = Counter()
+    for i in range(250):
+        for do in (entry["do"] for entry in generate_trace(24, i)["steps"]):
+            generated[do["kind"]] += 1
+            generated["produce to"] += do["kind"] == "produce" and do.get("to") is not None
+            generated["epoch_query current"] += do.get("current_leader_epoch") is not None
+            generated["fetch_round max_records"] += do["kind"] == "fetch_round" and do.get("max_records") is not None
+    assert [k for k in STEP_TYPES if not fuzzed[k]] == []
+    assert [k for k in STEP_TYPES if not generated[k]] == []
+    assert fuzzed["epoch_query current"] and generated["epoch_query current"]
+    assert generated["produce to"] and generated["fetch_round max_records"]
+
+
+def test_fuzz_runs_start_from_drawn_states_and_replay_from_them(tmp_path: Path) -> None:
+    """``kconform fuzz`` starts one run in ``INITIAL_ONE_IN`` from ``draw_initial`` on an
+    implementation that can (capability initial_state); a failing run from such a start
+    replays and shrinks from it, and its witness fixture carries the ``initial:`` block."""
+    from conformance.stateful import INITIAL_ONE_IN, Judge, random_run
+
+    judge = Judge(ReferenceAdapter(), Generation.LEADER_EPOCH)
+    rng = random.Random(4)
+    starts = 0
+    for _ in range(40):
+        assert random_run(judge, rng, 10) is None
+        starts += judge.trace.initial is not None
+    assert 40 // (3 * INITIAL_ONE_IN) <= starts <= 40 * 2 // INITIAL_ONE_IN
+    # a knockout only a drawn start shows (a fetch below the leader's log start: LOG-START-3)
+    from conformance.knockout import knockouts, member
+
+    (skipped,) = [k for k in knockouts(["LOG-START-3"]) if k.operator == "skip"]
+    report = fuzz_all(member(skipped, 0).build(), Generation.HW_TRUNCATION, examples=100, seed=1, stop_at_first=True)
+    assert report.failures and report.failures[0].trace.initial is not None
+    witness = tmp_path / "witness.yaml"
+    witness.write_text(witness_fixture(report.failures[0].trace, "w"), encoding="utf-8")
+    (fixture,) = load_fixture_file(witness)
+    assert fixture.initial == report.failures[0].trace.initial
+    assert [r.outcome for r in run_fixtures(ReferenceAdapter(), "r", [fixture])[1]] == ["passed"]

@@ -28,8 +28,8 @@ def test_a_mutant_yields_a_witness_that_replays_as_a_failure(tmp_path: Path) -> 
     mutant = ZOO["no-fetch-purgatory"]
     trace = fuzz(mutant(), Generation.LEADER_EPOCH, examples=100, steps=20, derandomize=True)
     assert trace is not None
-    # shrunk to the step that shows the bug
-    assert [(s["kind"], s["replica"]) for s in trace.steps] == [("fetch", "B")]
+    # shrunk to the step that shows the bug (a follower's fetch, from the empty start or a drawn one)
+    assert [s["kind"] for s in trace.steps] == ["fetch"]
     path = tmp_path / "witness.yaml"
     path.write_text(witness_fixture(trace))
     fixtures = load_fixture_file(path)

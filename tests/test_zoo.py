@@ -59,11 +59,13 @@ def test_suite_strength_doc_states_the_tools_counts(verdicts: Sensitivity) -> No
     """docs/suite-strength.md's measured line is what ``kconform sensitivity`` prints."""
     doc = (Path(__file__).resolve().parent.parent / "docs" / "suite-strength.md").read_text(encoding="utf-8")
     found = re.search(
-        r"\((\d+) fixture cases;[^)]*\):\s+(\d+)/(\d+) members killed \((\d+)%\), median shortest witness (\d+) steps",
+        r"\((\d+) fixture cases;[^)]*\):\s+(\d+)/(\d+) members killed \((\d+)%\), median shortest witness "
+        r"(\d+(?:\.\d+)?) steps",
         doc,
     )
     assert found, "the measured line of docs/suite-strength.md"
-    cases, killed, members, percent, median = map(int, found.groups())
+    cases, killed, members, percent = map(int, found.groups()[:4])
+    median = float(found.group(5))
     assert cases == verdicts.fixtures and (killed, members) == (len(verdicts.killed), len(verdicts.verdicts))
     assert percent == round(100 * verdicts.kill_rate) and median == verdicts.median_witness
 

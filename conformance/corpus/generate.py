@@ -35,10 +35,12 @@ from reference_impl.steps import (
     DeliverFetch,
     DeliverLeaderAndIsr,
     Elect,
+    EpochQuery,
     EpochRequest,
     EpochRound,
     Fetch,
     FetchRound,
+    IsrExpiration,
     Produce,
     Restart,
     Step,
@@ -74,22 +76,31 @@ def _produce(state: State, rng: random.Random) -> list[Step]:
     seq = len(state.produces) + 1
     n = rng.choice((1, 1, 1, 2, 3))
     values = tuple(f"v{seq}" if i == 0 else f"v{seq}.{i}" for i in range(n))
-    return [Produce(values=values, acks=rng.choice(("all", "all", "1", "0")))]
+    # one in ten to a named broker, which may not lead (PRODUCE-6: NOT_LEADER_OR_FOLLOWER)
+    to = rng.choice(_replicas(state)) if rng.random() < 0.1 else None
+    return [Produce(values=values, acks=rng.choice(("all", "all", "1", "0")), to=to)]
+
+
+def _fetch_fields(state: State, rng: random.Random) -> tuple[int | None, int | None]:
+    """A fetch's ``max_records`` (1, or up to the longest log) and ``max_wait_ms`` (0:
+    answered at once, or a wait below or above the config's), mostly their defaults."""
+    top = max(1, max(r.leo for r in state.replicas))
+    max_records = rng.choice((None, None, None, 1, rng.randint(1, top)))
+    max_wait = rng.choice((None, None, None, None, 0, rng.randint(1, 2 * state.config.replica_fetch_wait_max_ms)))
+    return max_records, max_wait
 
 
 def _fetch(state: State, rng: random.Random) -> list[Step]:
     out: list[Step] = []
-    top = max(1, max(r.leo for r in state.replicas))
     for r in _replicas(state):
-        max_records = rng.choice((None, None, None, 1, rng.randint(1, top)))
-        max_wait = rng.choice((None, None, None, None, 0, rng.randint(1, 2 * state.config.replica_fetch_wait_max_ms)))
+        max_records, max_wait = _fetch_fields(state, rng)
         out.append(Fetch(replica=r, max_records=max_records, max_wait_ms=max_wait))
         out.append(DeliverFetch(replica=r))
     return out
 
 
 def _fetch_round(state: State, rng: random.Random) -> list[Step]:
-    return [FetchRound(replica=r) for r in _replicas(state)]
+    return [FetchRound(r, *_fetch_fields(state, rng)) for r in _replicas(state)]
 
 
 def _epoch(state: State, rng: random.Random) -> list[Step]:
@@ -97,6 +108,22 @@ def _epoch(state: State, rng: random.Random) -> list[Step]:
     for r in _replicas(state):
         out += [EpochRequest(replica=r), DeliverEpoch(replica=r), EpochRound(replica=r)]
     return out
+
+
+def _epoch_query(state: State, rng: random.Random) -> list[Step]:
+    """A client's OffsetsForLeaderEpoch to any broker: any epoch up to one past the
+    controller's, with or without a current leader epoch (KIP-320 fencing)."""
+    top = state.controller.epoch + 1
+    out: list[Step] = []
+    for r in _replicas(state):
+        current = rng.randint(0, top) if rng.random() < 0.5 else None
+        out.append(EpochQuery(replica=r, epoch=rng.randint(0, top), current_leader_epoch=current))
+    return out
+
+
+def _isr_expiration(state: State, rng: random.Random) -> list[Step]:
+    """A broker's ISR expiry check run now (``Partition.maybeShrinkIsr``)."""
+    return [IsrExpiration(replica=r) for r in _replicas(state)]
 
 
 def _tick(state: State, rng: random.Random) -> list[Step]:
@@ -164,6 +191,8 @@ PROPOSERS: dict[Category, Proposer] = {
     "fetch": _fetch,
     "fetch_round": _fetch_round,
     "epoch": _epoch,
+    "epoch_query": _epoch_query,
+    "isr_expiration": _isr_expiration,
     "tick": _tick,
     "tick_lag": _tick_lag,
     "crash": _crash,
@@ -180,6 +209,8 @@ _BASE = {
     "fetch": 4.0,
     "fetch_round": 2.0,
     "epoch": 1.5,
+    "epoch_query": 0.3,
+    "isr_expiration": 0.3,
     "tick": 1.0,
     "tick_lag": 0.3,
     "crash": 0.4,
