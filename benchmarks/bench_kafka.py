@@ -5,7 +5,7 @@ Steps: every bundled fixture the adapter runs (diverging-epoch, only step kinds 
 replayed PASSES times through one process; ``reset`` (new temporary log directories, a
 LogManager and a Partition per broker) is timed apart from the steps. Usage:
 
-    .venv/bin/python benchmarks/bench_kafka.py [--starts 5] [--passes 3]
+    .venv/bin/python benchmarks/bench_kafka.py [--starts 5] [--passes 3] [--impl kafka-2.6]
 """
 
 from __future__ import annotations
@@ -16,18 +16,19 @@ import time
 
 from tabulate import tabulate
 
-from conformance import kafka_impl
+from conformance import kafka_impl, kafka_lines
 from conformance.fixtures import Fixture, load_fixtures
 from conformance.paths import FIXTURES_DIR
+from conformance.stdio import StdioAdapter
 
 UNSUPPORTED_FIELDS = ("max_records", "unflushed_from")
 
 
-def runnable(fixtures: list[Fixture], steps: set[str]) -> list[Fixture]:
+def runnable(fixtures: list[Fixture], steps: set[str], generation: str = "diverging-epoch") -> list[Fixture]:
     """The fixtures the adapter runs whole: its generation, its step kinds, no field it ignores."""
     out = []
     for f in fixtures:
-        if f.config.generation.value != "diverging-epoch":
+        if f.config.generation.value != generation:
             continue
         if all(
             fs.do["kind"] in steps and not any(fs.do.get(k) is not None for k in UNSUPPORTED_FIELDS) for fs in f.steps
@@ -36,10 +37,10 @@ def runnable(fixtures: list[Fixture], steps: set[str]) -> list[Fixture]:
     return out
 
 
-def startup(starts: int) -> list[float]:
+def startup(starts: int, impl: str = "kafka") -> list[float]:
     samples = []
     for _ in range(starts):
-        adapter = kafka_impl.kafka()
+        adapter = start(impl)
         t0 = time.perf_counter()
         adapter.describe()
         samples.append(time.perf_counter() - t0)
@@ -47,19 +48,27 @@ def startup(starts: int) -> list[float]:
     return samples
 
 
+def start(impl: str) -> StdioAdapter:
+    """``kafka`` (adapters/kafka) or an older line (``kafka-2.6``, conformance.kafka_lines)."""
+    return kafka_impl.kafka() if impl == "kafka" else kafka_lines.kafka_26()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--impl", choices=["kafka", "kafka-2.6"], default="kafka")
     args = parser.parse_args()
-    if not kafka_impl.is_built():
+    if args.impl == "kafka" and not kafka_impl.is_built():
         kafka_impl.build()
-    starts = startup(args.starts)
-    adapter = kafka_impl.kafka()
+    if args.impl == "kafka-2.6" and not kafka_lines.is_built(kafka_lines.KAFKA_26):
+        kafka_lines.build(kafka_lines.KAFKA_26)
+    starts = startup(args.starts, args.impl)
+    adapter = start(args.impl)
     described = adapter.describe()
     fixtures, problems = load_fixtures([FIXTURES_DIR])
     assert not problems
-    chosen = runnable(fixtures, set(described.steps))
+    chosen = runnable(fixtures, set(described.steps), described.generations[0])
     reset_s: list[float] = []
     step_s: list[float] = []
     steps = 0

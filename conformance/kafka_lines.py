@@ -68,7 +68,9 @@ def build(line: KafkaLine, directory: Path | None = None) -> None:
     missing = missing_tools()
     if missing:
         needs = " and ".join(missing)
-        raise KafkaAdapterUnavailable(f"building the {line.describes} adapter needs {needs} on PATH (JDK 17+, Maven 3.8+)")
+        raise KafkaAdapterUnavailable(
+            f"building the {line.describes} adapter needs {needs} on PATH (JDK 17+, Maven 3.8+)"
+        )
     if not (d / "pom.xml").is_file():
         raise KafkaAdapterUnavailable(f"no {line.describes} adapter project at {d} (set {line.env_dir})")
     done = subprocess.run(
