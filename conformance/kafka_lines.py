@@ -1,4 +1,4 @@
-"""Older Apache Kafka lines under test: ``--impl kafka-2.6`` (the ``leader-epoch`` generation).
+"""Older Apache Kafka lines under test: ``--impl kafka-2.6`` and ``--impl kafka-0.10``.
 
 Each line is its own Maven module under ``adapters/`` (docs/kafka.md, "Older Kafka lines"),
 because its ``Partition`` and ``Log`` APIs differ from 4.x's. This module does for them what
@@ -44,7 +44,14 @@ KAFKA_26 = KafkaLine(
     describes="Kafka 2.6.3 (leader-epoch)",
 )
 
-LINES = (KAFKA_26,)
+KAFKA_010 = KafkaLine(
+    folder="kafka-0.10",
+    main_class="kconform.kafka010.Main",
+    env_dir="KCONFORM_KAFKA_010_ADAPTER",
+    describes="Kafka 0.10.2.2 (hw-truncation)",
+)
+
+LINES = (KAFKA_26, KAFKA_010)
 
 
 def adapter_dir(line: KafkaLine) -> Path:
@@ -106,6 +113,11 @@ def start(line: KafkaLine) -> StdioAdapter:
 def kafka_26() -> StdioAdapter:
     """Apache Kafka 2.6.3's own Partition and Log (leader-epoch), via adapters/kafka-2.6."""
     return start(KAFKA_26)
+
+
+def kafka_010() -> StdioAdapter:
+    """Apache Kafka 0.10.2.2's own Partition, Replica and Log (hw-truncation), via adapters/kafka-0.10."""
+    return start(KAFKA_010)
 
 
 if __name__ == "__main__":  # python3 -m conformance.kafka_lines: build every older line
