@@ -1,9 +1,10 @@
 """Older Apache Kafka lines behind the stdio protocol: ``--impl kafka-2.6`` (adapters/kafka-2.6,
-the ``leader-epoch`` generation; docs/kafka.md, "Kafka 2.6").
+``leader-epoch``) and ``--impl kafka-0.10`` (adapters/kafka-0.10, ``hw-truncation``);
+docs/kafka.md, "Older Kafka lines".
 
 These tests need a JDK and Maven; without them they skip with the reason. The session
-builds the adapter once if it is not built (the first build downloads Kafka 2.6.3 from
-Maven Central; .ci/run builds it before pytest).
+builds each adapter once if it is not built (the first build downloads that Kafka from
+Maven Central; .ci/run builds them before pytest).
 """
 
 from __future__ import annotations
@@ -184,3 +185,71 @@ def test_kafka_26_passes_the_candidate_fixtures_the_reference_fails(built: Path)
             assert mine["status"] == "FAIL" and "SAFE-EPOCHS-INCREASE" in mine["reason"], mine["reason"]
         else:
             assert mine["status"] == "PASS"
+
+
+# ---------------------------------------------------------------------- Kafka 0.10 (hw-truncation)
+
+OLD = kafka_lines.KAFKA_010
+
+OLD_EXPECTATIONS = Path(__file__).resolve().parents[1] / "adapters" / OLD.folder / "expectations.yaml"
+
+OLD_CANDIDATE_REFERENCE_ERRORS = {
+    "ctrl-last-isr-member-unclean-hw-truncation": "step 4: a broker restarted into a leaderless partition knows "
+    "epoch -1 (ReplicaManager.makeFollowers), as candidate no-leader-keeps-follower-state of the 2.6 line",
+}
+
+
+@pytest.fixture(scope="session")
+def built_010() -> Path:
+    missing = kafka_impl.missing_tools()
+    if missing:
+        pytest.skip(f"the Kafka 0.10 adapter needs {' and '.join(missing)} (JDK 17+, Maven 3.8+)")
+    if not kafka_lines.is_built(OLD):
+        try:
+            kafka_lines.build(OLD)
+        except kafka_impl.KafkaAdapterUnavailable as exc:
+            pytest.skip(f"the Kafka 0.10 adapter cannot be built here: {exc}")
+    return kafka_lines.adapter_dir(OLD)
+
+
+@pytest.fixture()
+def kafka_010(built_010: Path) -> Iterator[StdioAdapter]:
+    adapter = kafka_lines.kafka_010()
+    yield adapter
+    adapter.close()
+
+
+def test_kafka_010_declares_hw_truncation_without_epochs(kafka_010: StdioAdapter) -> None:
+    d = kafka_010.describe()
+    assert d.version == "0.10.2.2" and list(d.generations) == ["hw-truncation"]
+    assert "epoch_request" not in d.steps and "epoch_query" not in d.steps
+    assert not d.initial_state
+
+
+def test_kafka_010_truncates_a_new_follower_to_its_hw(kafka_010: StdioAdapter) -> None:
+    kafka_010.reset({**CONFIG, "generation": "hw-truncation"})
+    step(kafka_010, kind="produce", values=["m0"], acks="1", id="p1", to=None)
+    step(kafka_010, kind="fetch_round", replica="B", max_records=None, max_wait_ms=None)
+    obs = step(kafka_010, kind="produce", values=["m1"], acks="1", id="p2", to=None)
+    assert obs["replicas"]["A"]["log"] == ["m0@0", "m1@0"]  # the key carries the epoch (docs/kafka.md)
+    obs = step(kafka_010, kind="elect", leader="B", notify=None)
+    a = obs["replicas"]["A"]
+    # TRUNC-HW-1: ReplicaManager.makeFollowers truncates A to its HW (0): both records go.
+    assert (a["role"], a["leader"], a["leo"], a["log"]) == ("follower", "B", 0, [])
+
+
+def test_every_runnable_bundled_fixture_passes_on_kafka_010_or_is_classified(built_010: Path) -> None:
+    fixtures, problems = kconform.load_fixtures([kconform.BUNDLED_FIXTURES])
+    assert not problems
+    impl = kconform.Implementation("kafka-0.10", kconform.resolve("kafka-0.10"))
+    expectations, problems = kconform.load_expectations([OLD_EXPECTATIONS])
+    assert not problems
+    document = kconform.run_suite([impl], fixtures, level="exact", expectations=expectations)
+    status = {r["fixture"]: r["status"] for r in document["results"]}
+    failed = {f for f, s in status.items() if s not in ("PASS", "SKIP", "XFAIL")}
+    assert failed == set(OLD_CANDIDATE_REFERENCE_ERRORS), failed
+    assert {f for f, s in status.items() if s == "XFAIL"} == {
+        "seed-03-data-loss-004-table",
+        "kafka-18991-stale-epoch-answer-dropped/hw-truncation",
+    }
+    assert kconform.status_counts(document)["PASS"] >= 25
