@@ -5,7 +5,7 @@ Steps: every bundled fixture the adapter runs (diverging-epoch, only step kinds 
 replayed PASSES times through one process; ``reset`` (new temporary log directories, a
 LogManager and a Partition per broker) is timed apart from the steps. Usage:
 
-    .venv/bin/python benchmarks/bench_kafka.py [--starts 5] [--passes 3] [--impl kafka-2.6]
+    .venv/bin/python benchmarks/bench_kafka.py [--starts 5] [--passes 3] [--impl kafka-2.6|kafka-0.10]
 """
 
 from __future__ import annotations
@@ -24,11 +24,13 @@ from conformance.stdio import StdioAdapter
 UNSUPPORTED_FIELDS = ("max_records", "unflushed_from")
 
 
-def runnable(fixtures: list[Fixture], steps: set[str], generation: str = "diverging-epoch") -> list[Fixture]:
+def runnable(
+    fixtures: list[Fixture], steps: set[str], generation: str = "diverging-epoch", initial_state: bool = True
+) -> list[Fixture]:
     """The fixtures the adapter runs whole: its generation, its step kinds, no field it ignores."""
     out = []
     for f in fixtures:
-        if f.config.generation.value != generation:
+        if f.config.generation.value != generation or (f.initial is not None and not initial_state):
             continue
         if all(
             fs.do["kind"] in steps and not any(fs.do.get(k) is not None for k in UNSUPPORTED_FIELDS) for fs in f.steps
@@ -49,26 +51,29 @@ def startup(starts: int, impl: str = "kafka") -> list[float]:
 
 
 def start(impl: str) -> StdioAdapter:
-    """``kafka`` (adapters/kafka) or an older line (``kafka-2.6``, conformance.kafka_lines)."""
-    return kafka_impl.kafka() if impl == "kafka" else kafka_lines.kafka_26()
+    """``kafka`` (adapters/kafka) or an older line (``kafka-2.6``, ``kafka-0.10``: conformance.kafka_lines)."""
+    if impl == "kafka":
+        return kafka_impl.kafka()
+    return kafka_lines.kafka_26() if impl == "kafka-2.6" else kafka_lines.kafka_010()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--passes", type=int, default=3)
-    parser.add_argument("--impl", choices=["kafka", "kafka-2.6"], default="kafka")
+    parser.add_argument("--impl", choices=["kafka", "kafka-2.6", "kafka-0.10"], default="kafka")
     args = parser.parse_args()
     if args.impl == "kafka" and not kafka_impl.is_built():
         kafka_impl.build()
-    if args.impl == "kafka-2.6" and not kafka_lines.is_built(kafka_lines.KAFKA_26):
-        kafka_lines.build(kafka_lines.KAFKA_26)
+    line = {"kafka-2.6": kafka_lines.KAFKA_26, "kafka-0.10": kafka_lines.KAFKA_010}.get(args.impl)
+    if line is not None and not kafka_lines.is_built(line):
+        kafka_lines.build(line)
     starts = startup(args.starts, args.impl)
     adapter = start(args.impl)
     described = adapter.describe()
     fixtures, problems = load_fixtures([FIXTURES_DIR])
     assert not problems
-    chosen = runnable(fixtures, set(described.steps), described.generations[0])
+    chosen = runnable(fixtures, set(described.steps), described.generations[0], described.initial_state)
     reset_s: list[float] = []
     step_s: list[float] = []
     steps = 0
