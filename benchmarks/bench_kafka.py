@@ -8,7 +8,8 @@ also the rate through kconform's own runner (each trace judged against the refer
 level settled, as ``kconform replay`` does, inline in one process): the first
 ``--traces`` diverging-epoch traces of that corpus. Usage:
 
-    .venv/bin/python benchmarks/bench_kafka.py [--starts 5] [--passes 3] [--corpus out/corpus-k10k --traces 200] [--smoke]
+    .venv/bin/python benchmarks/bench_kafka.py [--starts 5] [--passes 3] [--impl kafka-2.6|kafka-0.10]
+        [--corpus out/corpus-k10k --traces 200] [--smoke]
 
 ``--smoke``: one start, one pass over 3 fixtures, and no build (it exits with code 3 and
 the reason when the adapter is not built or java is missing; the smoke test skips then).
@@ -23,7 +24,7 @@ import time
 
 from tabulate import tabulate
 
-from conformance import kafka_impl
+from conformance import kafka_impl, kafka_lines
 from conformance.corpus.format import Trace
 from conformance.corpus.reading import plan_splits, read_split
 from conformance.fixtures import Fixture, load_fixtures
@@ -34,11 +35,13 @@ from conformance.stdio import StdioAdapter
 UNSUPPORTED_FIELDS = ("max_records", "unflushed_from")
 
 
-def runnable(fixtures: list[Fixture], steps: set[str]) -> list[Fixture]:
+def runnable(
+    fixtures: list[Fixture], steps: set[str], generation: str = "diverging-epoch", initial_state: bool = True
+) -> list[Fixture]:
     """The fixtures the adapter runs whole: its generation, its step kinds, no field it ignores."""
     out = []
     for f in fixtures:
-        if f.config.generation.value != "diverging-epoch":
+        if f.config.generation.value != generation or (f.initial is not None and not initial_state):
             continue
         if all(
             fs.do["kind"] in steps and not any(fs.do.get(k) is not None for k in UNSUPPORTED_FIELDS) for fs in f.steps
@@ -47,10 +50,10 @@ def runnable(fixtures: list[Fixture], steps: set[str]) -> list[Fixture]:
     return out
 
 
-def startup(starts: int) -> list[float]:
+def startup(starts: int, impl: str = "kafka") -> list[float]:
     samples = []
     for _ in range(starts):
-        adapter = kafka_impl.kafka()
+        adapter = start(impl)
         t0 = time.perf_counter()
         adapter.describe()
         samples.append(time.perf_counter() - t0)
@@ -82,6 +85,13 @@ def corpus_rate(adapter: StdioAdapter, corpus: str, traces: int) -> tuple[int, i
     return len(chosen), steps, time.perf_counter() - t0
 
 
+def start(impl: str) -> StdioAdapter:
+    """``kafka`` (adapters/kafka) or an older line (``kafka-2.6``, ``kafka-0.10``: conformance.kafka_lines)."""
+    if impl == "kafka":
+        return kafka_impl.kafka()
+    return kafka_lines.kafka_26() if impl == "kafka-2.6" else kafka_lines.kafka_010()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--starts", type=int, default=5)
@@ -89,10 +99,13 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, no build, seconds (tests run it)")
     parser.add_argument("--corpus", help="also judge corpus traces through kconform (a kconform generate folder)")
     parser.add_argument("--traces", type=int, default=200)
+    parser.add_argument("--impl", choices=["kafka", "kafka-2.6", "kafka-0.10"], default="kafka")
     args = parser.parse_args()
+    line = {"kafka-2.6": kafka_lines.KAFKA_26, "kafka-0.10": kafka_lines.KAFKA_010}.get(args.impl)
+    built = kafka_impl.is_built() if line is None else kafka_lines.is_built(line)
     if args.smoke:
         args.starts, args.passes = 1, 1
-        if shutil.which("java") is None or not kafka_impl.is_built():
+        if shutil.which("java") is None or not built:
             reason = (
                 "java is not on PATH"
                 if shutil.which("java") is None
@@ -100,14 +113,18 @@ def main() -> None:
             )
             print(f"smoke: {reason}")
             raise SystemExit(3)
-    if not kafka_impl.is_built():
+    if args.impl == "kafka" and not kafka_impl.is_built():
         kafka_impl.build()
-    starts = startup(args.starts)
-    adapter = kafka_impl.kafka()
+    if line is not None and not kafka_lines.is_built(line):
+        kafka_lines.build(line)
+    starts = startup(args.starts, args.impl)
+    adapter = start(args.impl)
     described = adapter.describe()
     fixtures, problems = load_fixtures([FIXTURES_DIR])
     assert not problems
-    chosen = runnable(fixtures, set(described.steps))[: 3 if args.smoke else None]
+    chosen = runnable(fixtures, set(described.steps), described.generations[0], described.initial_state)[
+        : 3 if args.smoke else None
+    ]
     reset_s: list[float] = []
     step_s: list[float] = []
     steps = 0

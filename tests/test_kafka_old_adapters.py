@@ -1,0 +1,255 @@
+"""Older Apache Kafka lines behind the stdio protocol: ``--impl kafka-2.6`` (adapters/kafka-2.6,
+``leader-epoch``) and ``--impl kafka-0.10`` (adapters/kafka-0.10, ``hw-truncation``);
+docs/kafka.md, "Older Kafka lines".
+
+These tests need a JDK and Maven; without them they skip with the reason. The session
+builds each adapter once if it is not built (the first build downloads that Kafka from
+Maven Central; .ci/run builds them before pytest).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import kconform
+from conformance import kafka_impl, kafka_lines
+from conformance.stdio import StdioAdapter
+
+LINE = kafka_lines.KAFKA_26
+
+CONFIG: dict[str, Any] = {
+    "replicas": ["A", "B"],
+    "generation": "leader-epoch",
+    "initial_leader": None,
+    "min_insync_replicas": 1,
+    "unclean_leader_election": False,
+    "replica_lag_time_max_ms": 1000,
+    "replica_fetch_wait_max_ms": 500,
+    "replica_high_watermark_checkpoint_interval_ms": 0,
+    "request_timeout_ms": 30000,
+}
+
+CANDIDATE_REFERENCE_ERRORS = {
+    "hw-caught-up-follower-leader-epoch": "step 7: a new leader forgets its followers' previous fetch "
+    "(Partition.makeLeader, isNewLeader), candidate new-leader-follower-never-caught-up-leader-epoch",
+    "fetcher-fenced-truncation": "step 3: an empty follower truncates to its HW without OffsetsForLeaderEpoch "
+    "(AbstractFetcherThread.maybeTruncate), candidate empty-follower-truncates-to-hw-without-asking",
+    "fetcher-unknown-leader-epoch-in-truncation": "steps 2 and 4: same as fetcher-fenced-truncation",
+    "ctrl-leaderless-epoch-bump": "steps 7 and 9: a broker told 'no leader' keeps its state "
+    "(ReplicaManager.makeFollowers), candidate no-leader-keeps-follower-state",
+    "seed-08a-unclean-election-disabled": "step 12: same as ctrl-leaderless-epoch-bump (restarted, epoch -1)",
+}
+"""Bundled fixtures Kafka 2.6 fails where the reference looks wrong: each classified in docs/kafka.md,
+with a witness in adapters/kafka-2.6/candidates."""
+
+
+@pytest.fixture(scope="session")
+def built() -> Path:
+    missing = kafka_impl.missing_tools()
+    if missing:
+        pytest.skip(f"the Kafka 2.6 adapter needs {' and '.join(missing)} (JDK 17+, Maven 3.8+)")
+    if not kafka_lines.is_built(LINE):
+        try:
+            kafka_lines.build(LINE)
+        except kafka_impl.KafkaAdapterUnavailable as exc:
+            pytest.skip(f"the Kafka 2.6 adapter cannot be built here: {exc}")
+    return kafka_lines.adapter_dir(LINE)
+
+
+@pytest.fixture()
+def kafka(built: Path) -> Iterator[StdioAdapter]:
+    adapter = kafka_lines.kafka_26()
+    yield adapter
+    adapter.close()
+
+
+def step(adapter: StdioAdapter, **fields: Any) -> dict[str, Any]:
+    result = adapter.step(fields)
+    assert result.rejected is None, result.rejected
+    assert result.observation is not None
+    return result.observation
+
+
+def test_hello_declares_the_leader_epoch_generation(kafka: StdioAdapter) -> None:
+    d = kafka.describe()
+    assert d.name == "apache-kafka" and d.version == "2.6.3"
+    assert list(d.generations) == ["leader-epoch"]
+    assert {"epoch_request", "deliver_epoch", "epoch_round"} <= set(d.steps)
+    assert "deliver_alter_partition" not in d.steps  # ZooKeeper era: the leader writes the ISR itself
+
+
+def test_another_generation_is_refused_with_a_message(kafka: StdioAdapter) -> None:
+    with pytest.raises(Exception, match="leader-epoch only"):
+        kafka.reset({**CONFIG, "generation": "diverging-epoch"})
+
+
+def test_a_new_follower_asks_offsets_for_leader_epoch_then_truncates(kafka: StdioAdapter) -> None:
+    kafka.reset(CONFIG)
+    step(kafka, kind="produce", values=["m0"], acks="1", id="p1", to=None)
+    obs = step(kafka, kind="fetch_round", replica="B", max_records=None, max_wait_ms=None)
+    assert obs["replicas"]["B"]["log"] == ["m0@0"]
+    step(kafka, kind="produce", values=["m1"], acks="1", id="p2", to=None)  # only A has it
+    obs = step(kafka, kind="elect", leader="B", notify=None)
+    a = obs["replicas"]["A"]
+    assert (a["role"], a["leader_epoch"], a["fetch_state"]) == ("follower", 1, "truncating")
+    rejected = kafka.step({"kind": "fetch", "replica": "A", "max_records": None, "max_wait_ms": None})
+    assert rejected.rejected is not None and rejected.rule == "FETCH-PRE-1"
+    obs = step(kafka, kind="epoch_round", replica="A")
+    a = obs["replicas"]["A"]
+    # B answered epoch 0 ends at 1 (Partition.lastOffsetForLeaderEpoch): A drops m1.
+    assert (a["log"], a["fetch_state"], a["epoch_cache"]) == (["m0@0"], "fetching", [[0, 0]])
+
+
+def test_isr_changes_are_the_leaders_own_write_and_a_dead_follower_bumps_the_epoch(kafka: StdioAdapter) -> None:
+    kafka.reset({**CONFIG, "replicas": ["A", "B", "C"]})
+    step(kafka, kind="tick", ms=1001)
+    obs = step(kafka, kind="isr_expiration", replica="A")
+    # ISR-WRITE-1: maybeShrinkIsr's ZooKeeper write, same leader epoch, znode version + 1.
+    assert (obs["isr"], obs["leader_epoch"], obs["partition_epoch"]) == (["A"], 0, 1)
+    step(kafka, kind="fetch_round", replica="B", max_records=None, max_wait_ms=0)
+    obs = step(kafka, kind="fetch_round", replica="C", max_records=None, max_wait_ms=0)
+    assert obs["isr"] == ["A", "B", "C"] and obs["partition_epoch"] == 3
+    step(kafka, kind="crash", replica="C", unflushed_from=None)
+    obs = step(kafka, kind="elect", leader=None, notify=None)
+    # CTRL-FAIL-1 (ZooKeeper): removing a dead follower bumps the leader epoch; A leads again.
+    assert (obs["isr"], obs["leader"], obs["leader_epoch"]) == (["A", "B"], "A", 1)
+    assert obs["replicas"]["A"]["leader_epoch"] == 1 and obs["replicas"]["B"]["fetch_state"] == "truncating"
+
+
+def test_a_crashed_leader_recovers_its_log_and_the_checkpointed_hw(kafka: StdioAdapter) -> None:
+    kafka.reset(CONFIG)
+    step(kafka, kind="produce", values=["m0"], acks="1", id="p1", to=None)
+    step(kafka, kind="fetch_round", replica="B", max_records=None, max_wait_ms=None)
+    step(kafka, kind="fetch_round", replica="B", max_records=None, max_wait_ms=0)
+    obs = step(kafka, kind="crash", replica="A", unflushed_from=None)
+    assert obs["replicas"]["A"]["online"] is False and obs["replicas"]["A"]["checkpoint_hw"] == 1
+    step(kafka, kind="elect", leader=None, notify=None)
+    obs = step(kafka, kind="restart", replica="A")
+    a = obs["replicas"]["A"]
+    assert (a["role"], a["leader"], a["log"], a["hw"], a["fetch_state"]) == (
+        "follower",
+        "B",
+        ["m0@0"],
+        1,
+        "truncating",
+    )
+
+
+def test_every_runnable_bundled_fixture_passes_or_is_classified(built: Path) -> None:
+    fixtures, problems = kconform.load_fixtures([kconform.BUNDLED_FIXTURES])
+    assert not problems
+    impl = kconform.Implementation("kafka-2.6", kconform.resolve("kafka-2.6"))
+    document = kconform.run_suite([impl], fixtures, level="exact")
+    failed = {r["fixture"] for r in document["results"] if r["status"] not in ("PASS", "SKIP", "ERROR")}
+    assert failed == set(CANDIDATE_REFERENCE_ERRORS), failed
+    # The only errors: a max_records that cuts a batch, which Kafka cannot do (docs/kafka.md).
+    errors = [r for r in document["results"] if r["status"] == "ERROR"]
+    assert all("Kafka fetches whole batches" in r["reason"] for r in errors), [r["reason"] for r in errors]
+    seeds = [r for r in document["results"] if r["fixture"].startswith("seed-") and r["status"] != "SKIP"]
+    assert seeds and all(r["status"] == "PASS" for r in seeds if r["fixture"] not in CANDIDATE_REFERENCE_ERRORS)
+    assert kconform.status_counts(document)["PASS"] >= 60
+
+
+def test_a_missing_build_names_the_build_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if "java" in kafka_impl.missing_tools():
+        pytest.skip("needs java on PATH")
+    monkeypatch.setenv(LINE.env_dir, str(tmp_path / "adapters" / LINE.folder))
+    with pytest.raises(kconform.UnknownImplementation, match=re.escape(LINE.build_command)):
+        kconform.resolve("kafka-2.6")
+
+
+def test_kafka_26_passes_the_candidate_fixtures_the_reference_fails(built: Path) -> None:
+    """The open candidate reference errors (docs/kafka.md, "Kafka 2.6") state what Kafka 2.6.3
+    does; if the adapter stops showing it (or the reference starts to), the classification is
+    stale. The no-leader witness also breaks SAFE-EPOCHS-INCREASE on Kafka (a restarted broker
+    knows epoch -1), which is part of that finding."""
+    fixtures, problems = kconform.load_fixtures([built / "candidates"])
+    assert not problems and len(fixtures) == 5
+    document = kconform.run_suite(
+        [
+            kconform.Implementation("kafka-2.6", kconform.resolve("kafka-2.6")),
+            kconform.Implementation("reference", kconform.resolve("reference")),
+        ],
+        fixtures,
+    )
+    results = {(r["implementation"], r["fixture"]): r for r in document["results"]}
+    for fixture in fixtures:
+        assert results["reference", fixture.id]["status"] == "FAIL"
+        mine = results["kafka-2.6", fixture.id]
+        if fixture.id == "candidate-no-leader-keeps-follower-state":
+            assert mine["status"] == "FAIL" and "SAFE-EPOCHS-INCREASE" in mine["reason"], mine["reason"]
+        else:
+            assert mine["status"] == "PASS"
+
+
+# ---------------------------------------------------------------------- Kafka 0.10 (hw-truncation)
+
+OLD = kafka_lines.KAFKA_010
+
+OLD_EXPECTATIONS = Path(__file__).resolve().parents[1] / "adapters" / OLD.folder / "expectations.yaml"
+
+OLD_CANDIDATE_REFERENCE_ERRORS = {
+    "ctrl-last-isr-member-unclean-hw-truncation": "step 4: a broker restarted into a leaderless partition knows "
+    "epoch -1 (ReplicaManager.makeFollowers), as candidate no-leader-keeps-follower-state of the 2.6 line",
+}
+
+
+@pytest.fixture(scope="session")
+def built_010() -> Path:
+    missing = kafka_impl.missing_tools()
+    if missing:
+        pytest.skip(f"the Kafka 0.10 adapter needs {' and '.join(missing)} (JDK 17+, Maven 3.8+)")
+    if not kafka_lines.is_built(OLD):
+        try:
+            kafka_lines.build(OLD)
+        except kafka_impl.KafkaAdapterUnavailable as exc:
+            pytest.skip(f"the Kafka 0.10 adapter cannot be built here: {exc}")
+    return kafka_lines.adapter_dir(OLD)
+
+
+@pytest.fixture()
+def kafka_010(built_010: Path) -> Iterator[StdioAdapter]:
+    adapter = kafka_lines.kafka_010()
+    yield adapter
+    adapter.close()
+
+
+def test_kafka_010_declares_hw_truncation_without_epochs(kafka_010: StdioAdapter) -> None:
+    d = kafka_010.describe()
+    assert d.version == "0.10.2.2" and list(d.generations) == ["hw-truncation"]
+    assert "epoch_request" not in d.steps and "epoch_query" not in d.steps
+    assert not d.initial_state
+
+
+def test_kafka_010_truncates_a_new_follower_to_its_hw(kafka_010: StdioAdapter) -> None:
+    kafka_010.reset({**CONFIG, "generation": "hw-truncation"})
+    step(kafka_010, kind="produce", values=["m0"], acks="1", id="p1", to=None)
+    step(kafka_010, kind="fetch_round", replica="B", max_records=None, max_wait_ms=None)
+    obs = step(kafka_010, kind="produce", values=["m1"], acks="1", id="p2", to=None)
+    assert obs["replicas"]["A"]["log"] == ["m0@0", "m1@0"]  # the key carries the epoch (docs/kafka.md)
+    obs = step(kafka_010, kind="elect", leader="B", notify=None)
+    a = obs["replicas"]["A"]
+    # TRUNC-HW-1: ReplicaManager.makeFollowers truncates A to its HW (0): both records go.
+    assert (a["role"], a["leader"], a["leo"], a["log"]) == ("follower", "B", 0, [])
+
+
+def test_every_runnable_bundled_fixture_passes_on_kafka_010_or_is_classified(built_010: Path) -> None:
+    fixtures, problems = kconform.load_fixtures([kconform.BUNDLED_FIXTURES])
+    assert not problems
+    impl = kconform.Implementation("kafka-0.10", kconform.resolve("kafka-0.10"))
+    expectations, problems = kconform.load_expectations([OLD_EXPECTATIONS])
+    assert not problems
+    document = kconform.run_suite([impl], fixtures, level="exact", expectations=expectations)
+    status = {r["fixture"]: r["status"] for r in document["results"]}
+    failed = {f for f, s in status.items() if s not in ("PASS", "SKIP", "XFAIL")}
+    assert failed == set(OLD_CANDIDATE_REFERENCE_ERRORS), failed
+    assert {f for f, s in status.items() if s == "XFAIL"} == {
+        "seed-03-data-loss-004-table",
+        "kafka-18991-stale-epoch-answer-dropped/hw-truncation",
+    }
+    assert kconform.status_counts(document)["PASS"] >= 25
