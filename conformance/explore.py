@@ -47,6 +47,7 @@ from reference_impl.values import evolve
 from .adapter import Adapter, AdapterError, Description
 from .compare import first_divergence
 from .distribution import refused_steps
+from .explore_reduce import canonical, followers_of, pointless, symmetric_key
 from .in_process import ReferenceAdapter
 from .progress import FairSuffix, drive
 from .runner import comparable, run_fixture
@@ -104,6 +105,8 @@ class Exploration:
     paths_replayed: int = 0
     """Root-to-leaf paths judged from a reset; for an in-process implementation, which is
     rewound instead, the transitions stepped."""
+    levels: list[int] = field(default_factory=list)
+    """New states found at each depth 1, 2, ... (the last one partial when ``complete`` is False)."""
     safety: dict[str, Coverage] = field(default_factory=dict)
     """Per safety property, over the paths judged by the engine: checked how often, what it lacked."""
     rewound: bool = False
@@ -120,6 +123,11 @@ class Exploration:
         if self.rewound:
             return True, "safety established: every state compared whole with the reference's"
         return certificate([self.safety] if self.safety else [])
+
+    @property
+    def depth_completed(self) -> int:
+        """The deepest level searched whole: every state that many steps from the start visited."""
+        return self.depth_reached if self.complete else max(0, self.depth_reached - 1)
 
     @property
     def states_per_second(self) -> float:
@@ -171,12 +179,20 @@ def explore(
     max_states: int | None = None,
     stop_on_finding: bool = False,
     faults: bool = False,
+    reduce: bool = True,
+    symmetry: bool = False,
+    extra: Callable[[State, list[Step]], list[Step]] | None = None,
 ) -> tuple[Exploration, dict[State, tuple[State | None, Step | None]]]:
     """Breadth-first search to ``depth``; returns the statistics and the search tree
     (each state's parent and the step from it), for path reconstruction and replay.
 
     ``stop_on_finding`` ends the search at the first invariant violation, as TLC does.
     ``faults``: elections notifying only some brokers and power failures too (``fault_steps``).
+    ``reduce``: states deduplicated up to the order of messages to different destinations,
+    and steps that change nothing not tried (``explore_reduce``: exact). ``symmetry``: also
+    up to renaming the followers (``explore_reduce.symmetric_key``: an under-approximation,
+    off by default). ``extra``: more steps to try in a state, given its alphabet
+    (``explore_alphabet.Richer``). The tree holds real states, reached by real paths.
     """
     started = time.perf_counter()
     result = Exploration(config=config, depth_limit=depth)
@@ -184,6 +200,16 @@ def explore(
     root = state_key(initial_state(config))
     parents: dict[State, tuple[State | None, Step | None]] = {root: (None, None)}
     seen_invariants: set[str] = set()
+
+    def plain(state: State) -> State:
+        return state
+
+    keyed: Callable[[State], State] = plain
+    if symmetry:
+        keyed = lambda state: symmetric_key(state, followers_of(state))  # noqa: E731
+    elif reduce:
+        keyed = canonical
+    seen: set[State] | dict[State, tuple[State | None, Step | None]] = {keyed(root)} if keyed is not plain else parents
 
     def record(state: State, violations: list[Any]) -> None:
         for v in violations:
@@ -198,7 +224,12 @@ def explore(
     for level in range(1, depth + 1):
         next_frontier: list[State] = []
         for state in frontier:
-            for step in alphabet(state, max_records, faults):
+            steps = alphabet(state, max_records, faults)
+            if extra is not None:
+                steps += extra(state, steps)
+            for step in steps:
+                if reduce and pointless(state, step):
+                    continue
                 try:
                     after = apply(state, step)
                 except StepRejected:  # enabled_steps said it was enabled: a spec bug
@@ -206,8 +237,14 @@ def explore(
                 result.transitions += 1
                 result.rules.update(after.fired)
                 key = state_key(after)
-                if key in parents:
-                    continue
+                if seen is parents:
+                    if key in parents:
+                        continue
+                else:
+                    canon = keyed(key)
+                    if canon in seen:
+                        continue
+                    seen.add(canon)  # type: ignore[union-attr]
                 parents[key] = (state, step)
                 result.states += 1
                 next_frontier.append(key)
@@ -220,6 +257,7 @@ def explore(
                 break
         if next_frontier:
             result.depth_reached = level
+            result.levels.append(len(next_frontier))
         frontier = next_frontier
         if not result.complete or not frontier:
             break

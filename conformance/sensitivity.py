@@ -19,6 +19,7 @@ from typing import Any
 from reference_impl import Config, Generation, State, Step, StepRejected, apply, initial_state
 
 from .explore import Edges, Exploration, edges, explore, replay
+from .explore_alphabet import PLAIN, Richer
 from .fixtures import Fixture
 from .runner import FixtureResult, reference_trace, run_fixtures
 from .zoo import Member
@@ -207,6 +208,8 @@ class Search:
     settings: tuple[tuple[str, Any], ...]
     replicas: int = 2
     faults: bool = False
+    richer: Richer = PLAIN
+    """Richer steps in its alphabet (``explore_alphabet``)."""
 
     def config(self, generation: Generation) -> Config:
         return Config(replicas=("A", "B", "C", "D", "E")[: self.replicas], generation=generation, **dict(self.settings))
@@ -247,7 +250,8 @@ def explore_trees(
         for generation in generations:
             config = search.config(generation)
             depth_here = max(1, depth - search.shallower)
-            result, tree = explore(config, depth_here, search.records, seconds, faults=search.faults)
+            extra = search.richer if search.richer.any else None
+            result, tree = explore(config, depth_here, search.records, seconds, faults=search.faults, extra=extra)
             out.append(Explored(config, result, tree, search.name))
     return out
 
