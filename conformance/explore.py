@@ -182,6 +182,7 @@ def explore(
     reduce: bool = True,
     symmetry: bool = False,
     extra: Callable[[State, list[Step]], list[Step]] | None = None,
+    only: frozenset[str] | None = None,
 ) -> tuple[Exploration, dict[State, tuple[State | None, Step | None]]]:
     """Breadth-first search to ``depth``; returns the statistics and the search tree
     (each state's parent and the step from it), for path reconstruction and replay.
@@ -192,7 +193,8 @@ def explore(
     and steps that change nothing not tried (``explore_reduce``: exact). ``symmetry``: also
     up to renaming the followers (``explore_reduce.symmetric_key``: an under-approximation,
     off by default). ``extra``: more steps to try in a state, given its alphabet
-    (``explore_alphabet.Richer``). The tree holds real states, reached by real paths.
+    (``explore_alphabet.Richer``). ``only``: the step kinds kept (a narrower alphabet
+    that goes deeper). The tree holds real states, reached by real paths.
     """
     started = time.perf_counter()
     result = Exploration(config=config, depth_limit=depth)
@@ -227,6 +229,8 @@ def explore(
             steps = alphabet(state, max_records, faults)
             if extra is not None:
                 steps += extra(state, steps)
+            if only is not None:
+                steps = [s for s in steps if s.kind in only]
             for step in steps:
                 if reduce and pointless(state, step):
                     continue

@@ -210,6 +210,8 @@ class Search:
     faults: bool = False
     richer: Richer = PLAIN
     """Richer steps in its alphabet (``explore_alphabet``)."""
+    only: frozenset[str] | None = None
+    """The step kinds kept (None: all): a narrower alphabet, searched deeper."""
 
     def config(self, generation: Generation) -> Config:
         return Config(replicas=("A", "B", "C", "D", "E")[: self.replicas], generation=generation, **dict(self.settings))
@@ -251,7 +253,9 @@ def explore_trees(
             config = search.config(generation)
             depth_here = max(1, depth - search.shallower)
             extra = search.richer if search.richer.any else None
-            result, tree = explore(config, depth_here, search.records, seconds, faults=search.faults, extra=extra)
+            result, tree = explore(
+                config, depth_here, search.records, seconds, faults=search.faults, extra=extra, only=search.only
+            )
             out.append(Explored(config, result, tree, search.name))
     return out
 
@@ -260,6 +264,8 @@ def explore_kills(member: Member, trees: Sequence[Explored]) -> list[Kill]:
     """Every path of each search tree replayed on the member (``explore.replay``); the
     shortest disagreement is the kill."""
     for explored in trees:
+        if explored.config.generation not in member.generations:
+            continue  # the member is the reference there (``Member.generations``: where it differs)
         adapter = member.build()
         try:
             found = replay(adapter, explored.config, explored.tree, explored.result, first=True, tree=explored.edges)
