@@ -47,7 +47,7 @@ from reference_impl.values import evolve
 from .adapter import Adapter, AdapterError, Description
 from .compare import first_divergence
 from .distribution import refused_steps
-from .explore_reduce import canonical, followers_of, pointless, symmetric_key
+from .explore_reduce import canonical, followers_of, independent, pointless, symmetric_key
 from .in_process import ReferenceAdapter
 from .progress import FairSuffix, drive
 from .runner import comparable, run_fixture
@@ -109,6 +109,9 @@ class Exploration:
     """New states found at each depth 1, 2, ... (the last one partial when ``complete`` is False)."""
     safety: dict[str, Coverage] = field(default_factory=dict)
     """Per safety property, over the paths judged by the engine: checked how often, what it lacked."""
+    slept: int = 0
+    """Transitions not taken because the other order of two independent steps reaches
+    the same state (sleep sets, ``explore_reduce.independent``)."""
     rewound: bool = False
     """Judged by rewinding an in-process implementation along the tree (``_replay_rewinding``)."""
     paths_skipped: Counter[str] = field(default_factory=Counter)
@@ -223,16 +226,23 @@ def explore(
     record(root, check(root))
     frontier = [root]
     result.states = 1
+    nothing: frozenset[Step] = frozenset()
+    # Sleep sets (explore_reduce.independent): the steps a state need not take, by its key.
+    sleeping: dict[State, frozenset[Step]] = {}
     for level in range(1, depth + 1):
         next_frontier: list[State] = []
+        next_sleeping: dict[State, frozenset[Step]] = {}
         for state in frontier:
             steps = alphabet(state, max_records, faults)
             if extra is not None:
                 steps += extra(state, steps)
             if only is not None:
                 steps = [s for s in steps if s.kind in only]
+            asleep = sleeping.get(keyed(state), nothing) if reduce else nothing
+            done: list[Step] = []
             for step in steps:
-                if reduce and pointless(state, step):
+                if reduce and (step in asleep or pointless(state, step)):
+                    result.slept += step in asleep
                     continue
                 try:
                     after = apply(state, step)
@@ -246,6 +256,15 @@ def explore(
                         continue
                 else:
                     canon = keyed(key)
+                    if reduce:
+                        # taken from here after ``step``, each of these reaches what taking it
+                        # first then ``step`` reached (both orders give one state)
+                        quiet = frozenset(b for b in done if independent(step, b))
+                        done.append(step)
+                        if canon in next_sleeping:  # reached again at this depth: sleep less
+                            next_sleeping[canon] &= quiet
+                        elif canon not in seen:
+                            next_sleeping[canon] = quiet
                     if canon in seen:
                         continue
                     seen.add(canon)  # type: ignore[union-attr]
@@ -263,6 +282,7 @@ def explore(
             result.depth_reached = level
             result.levels.append(len(next_frontier))
         frontier = next_frontier
+        sleeping = next_sleeping
         if not result.complete or not frontier:
             break
     result.seconds = time.perf_counter() - started

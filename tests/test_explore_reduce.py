@@ -8,13 +8,15 @@ Follower symmetry is not exact; its paths are still real paths."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from conformance.explore import explore, path_to, state_key
 from conformance.explore_alphabet import EVERYTHING, Richer, timers
-from conformance.explore_reduce import canonical, pointless
+from conformance.explore_reduce import canonical, independent, pointless
 from reference_impl import Config, Generation, State, apply, check, enabled_steps, initial_state
-from reference_impl.steps import Elect, EpochQuery, Fetch, Tick
+from reference_impl.steps import Crash, Elect, EpochQuery, Fetch, Tick
 from reference_impl.values import evolve
 
 THREE = ("A", "B", "C")
@@ -31,7 +33,7 @@ def test_the_reduced_search_reaches_every_class_the_full_one_does(generation: Ge
     reduced, tree = explore(config, depth=3, max_records=1)
     assert full.complete and reduced.complete
     assert {canonical(s) for s in tree} == {canonical(s) for s in full_tree}
-    assert reduced.states <= full.states and reduced.transitions < full.transitions
+    assert reduced.states <= full.states and reduced.transitions < full.transitions and reduced.slept > 0
     assert reduced.levels == [sum(1 for s in tree if len(path_to(tree, s)) == d) for d in range(1, 4)]
 
 
@@ -117,3 +119,22 @@ def test_depth_completed_is_one_less_when_the_budget_cuts_a_level() -> None:
     config = _config(Generation.LEADER_EPOCH, ("A", "B"))
     cut, _ = explore(config, depth=6, max_records=1, max_states=500)
     assert not cut.complete and cut.depth_completed == cut.depth_reached - 1
+
+
+@pytest.mark.parametrize("generation", list(Generation))
+def test_steps_called_independent_commute_wherever_both_are_enabled(generation: Generation) -> None:
+    config = Config(replicas=THREE, generation=generation, replica_lag_time_max_ms=1000)
+    _, tree = explore(config, depth=4, max_records=1, faults=True, extra=Richer(timer_ticks=True), max_states=3000)
+    pairs = 0
+    for state in tree:
+        steps = [*enabled_steps(state), *Richer(timer_ticks=True)(state, [])]
+        steps += [replace(s, unflushed_from=0) for s in steps if isinstance(s, Crash) and state.replica(s.replica).leo]
+        for i, a in enumerate(steps):
+            for b in steps[i + 1 :]:
+                if not independent(a, b):
+                    continue
+                pairs += 1
+                ab, ba = apply(apply(state, a), b), apply(apply(state, b), a)  # each stays enabled
+                assert canonical(state_key(ab)) == canonical(state_key(ba)), (a, b)
+                assert not ab.delivered and not ba.delivered
+    assert pairs > 1000
