@@ -324,8 +324,11 @@ def replay(
     path as a fixture expecting the reference's observation after every step, ``walk.py``,
     through ``runner.run_fixture``: conventions, role fields, coarsening, settled and safety
     exactly as ``kconform run``); keep the shortest disagreement (the path up to its first
-    failing step). ``first``: stop at the first disagreement (a kill is enough: ``kconform
-    sensitivity``). ``tree``: ``edges(parents)``, if already computed.
+    failing step). The engine stops a path at its first failing step; once a disagreement
+    of ``n`` steps is known, the paths left are replayed only to ``n - 1`` steps, each
+    distinct prefix once (a disagreement below a killed prefix cannot be shorter).
+    ``first``: stop at the first disagreement (a kill is enough: ``kconform sensitivity``).
+    ``tree``: ``edges(parents)``, if already computed.
 
     An in-process implementation whose state is a value and that reports every field in the
     reference's form (the reference, a zoo member) is judged at ``exact`` by rewinding it
@@ -338,9 +341,16 @@ def replay(
         result.disagreement = best
         return best
     best = None
+    cut: set[tuple[Step, ...]] = set()
     for path in leaf_paths(parents):
-        if best is not None and len(path) >= len(best.path) and _covers(best.path, path):
-            continue
+        if best is not None:
+            # only a shorter disagreement can improve on ``best``: replay each path only up to
+            # one step before it, and each such prefix once (the engine still judges it whole,
+            # with its fair suffix: a real path from the initial state)
+            path = path[: len(best.path) - 1]
+            if not path or path in cut:
+                continue
+            cut.add(path)
         found = _replay_one(adapter, description, config, path, level, result, known, progress)
         if on_path is not None:
             on_path(result.paths_replayed)
@@ -544,10 +554,6 @@ def edges(parents: dict[State, tuple[State | None, Step | None]]) -> Edges:
         else:
             children.setdefault(id(parent), []).append((step, child))
     return root, children
-
-
-def _covers(prefix: tuple[Step, ...], path: tuple[Step, ...]) -> bool:
-    return path[: len(prefix)] == prefix
 
 
 def _replay_one(

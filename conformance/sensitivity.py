@@ -218,21 +218,29 @@ class Search:
 
 
 CHECKPOINT_EVERY_CHANGE = (("replica_high_watermark_checkpoint_interval_ms", 0),)
+SHORT_TIMERS = (
+    ("replica_high_watermark_checkpoint_interval_ms", 500),
+    ("replica_lag_time_max_ms", 1000),
+    ("replica_fetch_wait_max_ms", 500),
+)
 SEARCHES = (
     Search("2r-2rec", 0, 2, CHECKPOINT_EVERY_CHANGE),
     Search("3r", 1, 1, CHECKPOINT_EVERY_CHANGE, replicas=3),
     Search("2r-isr2", 1, 1, (*CHECKPOINT_EVERY_CHANGE, ("min_insync_replicas", 2))),
+    Search("2r-timers", 1, 1, SHORT_TIMERS),
+    Search("2r-faults", 1, 1, CHECKPOINT_EVERY_CHANGE, faults=True),
+    Search("2r-partial", 0, 2, CHECKPOINT_EVERY_CHANGE, richer=Richer(partial_fetches=True)),
+    Search("2r-timers-faults", -1, 1, SHORT_TIMERS, faults=True),
     Search(
-        "2r-timers",
-        1,
-        1,
-        (
-            ("replica_high_watermark_checkpoint_interval_ms", 500),
-            ("replica_lag_time_max_ms", 1000),
-            ("replica_fetch_wait_max_ms", 500),
+        "2r-deep",
+        -4,
+        2,
+        CHECKPOINT_EVERY_CHANGE,
+        richer=Richer(partial_fetches=True),
+        only=frozenset(
+            {"produce", "fetch", "deliver_fetch", "epoch_request", "deliver_epoch", "crash", "restart", "elect"}
         ),
     ),
-    Search("2r-faults", 1, 1, CHECKPOINT_EVERY_CHANGE, faults=True),
 )
 """The searches of ``kconform sensitivity --explore-depth D``, each in every generation:
 two replicas to depth D with up to two records (a superset of the one-record tree, which
@@ -240,7 +248,13 @@ is therefore not searched apart); three replicas, min.insync 2, short timers (la
 fetch wait and HW checkpoint 500 ms, so the alphabet's ticks cross them) and two replicas
 with the fault steps (elections notifying some brokers, power failures: they multiply a
 tree's states by about seven a level) one level less. All but the timers search
-checkpoint the HW on every change."""
+checkpoint the HW on every change.
+
+Then three searches for what those miss (issue 22): two replicas with fetches capped at
+one record (``explore_alphabet.Richer``) to depth D; short timers with the fault steps one
+level *deeper* (a power failure behind a checkpoint written on the timer); and a narrow
+alphabet (produce, fetch, capped fetch, deliver, epoch request and answer, crash, restart,
+elect: no ticks, consumes or ISR checks) four levels deeper, for stories of 8-9 steps."""
 
 
 def explore_trees(
