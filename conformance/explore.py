@@ -47,7 +47,7 @@ from reference_impl.values import evolve
 from .adapter import Adapter, AdapterError, Description
 from .compare import first_divergence
 from .distribution import refused_steps
-from .explore_reduce import canonical, followers_of, independent, pointless, symmetric_key
+from .explore_reduce import SLEEPERS, canonical, followers_of, independent, pointless, symmetric_key
 from .in_process import ReferenceAdapter
 from .progress import FairSuffix, drive
 from .runner import comparable, run_fixture
@@ -214,7 +214,9 @@ def explore(
         keyed = lambda state: symmetric_key(state, followers_of(state))  # noqa: E731
     elif reduce:
         keyed = canonical
-    seen: set[State] | dict[State, tuple[State | None, Step | None]] = {keyed(root)} if keyed is not plain else parents
+    merged = keyed is not plain
+    # merged: each class's key (hash computed once) -> the depth it was first reached at
+    known: dict[_Key, int] = {_Key(keyed(root)): 0} if merged else {}
 
     def record(state: State, violations: list[Any]) -> None:
         for v in violations:
@@ -224,25 +226,27 @@ def explore(
                 result.findings.append(Finding(v.invariant, v.detail, path, v.invariant in expected))
 
     record(root, check(root))
-    frontier = [root]
+    frontier: list[tuple[State, _Key | None]] = [(root, None)]
     result.states = 1
     nothing: frozenset[Step] = frozenset()
     # Sleep sets (explore_reduce.independent): the steps a state need not take, by its key.
-    sleeping: dict[State, frozenset[Step]] = {}
+    sleeping: dict[_Key, frozenset[Step]] = {}
     for level in range(1, depth + 1):
-        next_frontier: list[State] = []
-        next_sleeping: dict[State, frozenset[Step]] = {}
-        for state in frontier:
+        next_frontier: list[tuple[State, _Key | None]] = []
+        next_sleeping: dict[_Key, frozenset[Step]] = {}
+        for state, mine in frontier:
             steps = alphabet(state, max_records, faults)
             if extra is not None:
                 steps += extra(state, steps)
             if only is not None:
                 steps = [s for s in steps if s.kind in only]
-            asleep = sleeping.get(keyed(state), nothing) if reduce else nothing
+            asleep = sleeping.get(mine, nothing) if mine is not None and sleeping else nothing
             done: list[Step] = []
             for step in steps:
-                if reduce and (step in asleep or pointless(state, step)):
-                    result.slept += step in asleep
+                if asleep and step in asleep:
+                    result.slept += 1
+                    continue
+                if reduce and pointless(state, step):
                     continue
                 try:
                     after = apply(state, step)
@@ -251,26 +255,32 @@ def explore(
                 result.transitions += 1
                 result.rules.update(after.fired)
                 key = state_key(after)
-                if seen is parents:
+                k: _Key | None = None
+                if not merged:
                     if key in parents:
                         continue
                 else:
-                    canon = keyed(key)
+                    k = _Key(keyed(key))
+                    # taken from here after ``step``, each of these reaches what taking it first
+                    # then ``step`` reached (both orders give one state)
+                    quiet = (
+                        frozenset(b for b in done if independent(step, b))
+                        if done and isinstance(step, SLEEPERS)
+                        else nothing
+                    )
                     if reduce:
-                        # taken from here after ``step``, each of these reaches what taking it
-                        # first then ``step`` reached (both orders give one state)
-                        quiet = frozenset(b for b in done if independent(step, b))
                         done.append(step)
-                        if canon in next_sleeping:  # reached again at this depth: sleep less
-                            next_sleeping[canon] &= quiet
-                        elif canon not in seen:
-                            next_sleeping[canon] = quiet
-                    if canon in seen:
+                    first = known.get(k)
+                    if first is not None:
+                        if first == level and k in next_sleeping:  # reached again at this depth
+                            next_sleeping[k] &= quiet
                         continue
-                    seen.add(canon)  # type: ignore[union-attr]
+                    known[k] = level
+                    if quiet:
+                        next_sleeping[k] = quiet
                 parents[key] = (state, step)
                 result.states += 1
-                next_frontier.append(key)
+                next_frontier.append((key, k))
                 record(key, check(after, state))
                 if (max_states is not None and result.states >= max_states) or (stop_on_finding and result.findings):
                     result.complete = False
@@ -287,6 +297,23 @@ def explore(
             break
     result.seconds = time.perf_counter() - started
     return result, parents
+
+
+class _Key:
+    """A state as a dictionary key whose hash is computed once (a state's hash walks all of
+    it, and the search looks a key up more than once)."""
+
+    __slots__ = ("h", "state")
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self.h = hash(state)
+
+    def __hash__(self) -> int:
+        return self.h
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Key) and (self.state is other.state or self.state == other.state)
 
 
 def path_to(parents: dict[State, tuple[State | None, Step | None]], state: State) -> tuple[Step, ...]:
