@@ -613,7 +613,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
                 args.seconds,
                 args.max_states,
                 faults=args.faults,
-                reduce=not args.no_reduce,
+                reduce=False if args.no_reduce else None,
                 symmetry=args.symmetry,
                 extra=_richer(args),
             )
@@ -1023,7 +1023,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     ex.add_argument(
         "--no-reduce",
         action="store_true",
-        help="compare states whole: no merging of message orders, every step tried (default: reduce, exact)",
+        help="compare states whole: no merging of message orders, every step tried, no sleep sets "
+        "(default: reduce, exact, with 3 replicas or more)",
     )
     ex.add_argument("--impl", metavar="SPEC", help="also replay every path on this implementation (as run --impl)")
     ex.add_argument("--json", action="store_true", help="print the result as JSON (docs/reports.md, 'explore --json')")

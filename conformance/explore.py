@@ -182,7 +182,7 @@ def explore(
     max_states: int | None = None,
     stop_on_finding: bool = False,
     faults: bool = False,
-    reduce: bool = True,
+    reduce: bool | None = None,
     symmetry: bool = False,
     extra: Callable[[State, list[Step]], list[Step]] | None = None,
     only: frozenset[str] | None = None,
@@ -193,7 +193,10 @@ def explore(
     ``stop_on_finding`` ends the search at the first invariant violation, as TLC does.
     ``faults``: elections notifying only some brokers and power failures too (``fault_steps``).
     ``reduce``: states deduplicated up to the order of messages to different destinations,
-    and steps that change nothing not tried (``explore_reduce``: exact). ``symmetry``: also
+    steps that change nothing not tried, sleep sets (``explore_reduce``: exact); None (the
+    default): with three replicas or more, where it pays (with two, messages to different
+    followers cannot interleave and its bookkeeping costs more than the transitions it saves:
+    docs/explore.md). ``symmetry``: also
     up to renaming the followers (``explore_reduce.symmetric_key``: an under-approximation,
     off by default). ``extra``: more steps to try in a state, given its alphabet
     (``explore_alphabet.Richer``). ``only``: the step kinds kept (a narrower alphabet
@@ -202,6 +205,8 @@ def explore(
     started = time.perf_counter()
     result = Exploration(config=config, depth_limit=depth)
     expected = EXPECTED_VIOLATIONS.get(config.generation, frozenset())
+    if reduce is None:
+        reduce = len(config.replicas) >= 3
     root = state_key(initial_state(config))
     parents: dict[State, tuple[State | None, Step | None]] = {root: (None, None)}
     seen_invariants: set[str] = set()
@@ -215,8 +220,8 @@ def explore(
     elif reduce:
         keyed = canonical
     merged = keyed is not plain
-    # merged: each class's key (hash computed once) -> the depth it was first reached at
-    known: dict[_Key, int] = {_Key(keyed(root)): 0} if merged else {}
+    # merged: each class's key -> the depth it was first reached at
+    known: dict[State, int] = {keyed(root): 0} if merged else {}
 
     def record(state: State, violations: list[Any]) -> None:
         for v in violations:
@@ -226,14 +231,14 @@ def explore(
                 result.findings.append(Finding(v.invariant, v.detail, path, v.invariant in expected))
 
     record(root, check(root))
-    frontier: list[tuple[State, _Key | None]] = [(root, None)]
+    frontier: list[tuple[State, State | None]] = [(root, None)]
     result.states = 1
     nothing: frozenset[Step] = frozenset()
     # Sleep sets (explore_reduce.independent): the steps a state need not take, by its key.
-    sleeping: dict[_Key, frozenset[Step]] = {}
+    sleeping: dict[State, frozenset[Step]] = {}
     for level in range(1, depth + 1):
-        next_frontier: list[tuple[State, _Key | None]] = []
-        next_sleeping: dict[_Key, frozenset[Step]] = {}
+        next_frontier: list[tuple[State, State | None]] = []
+        next_sleeping: dict[State, frozenset[Step]] = {}
         for state, mine in frontier:
             steps = alphabet(state, max_records, faults)
             if extra is not None:
@@ -255,12 +260,12 @@ def explore(
                 result.transitions += 1
                 result.rules.update(after.fired)
                 key = state_key(after)
-                k: _Key | None = None
+                k: State | None = None
                 if not merged:
                     if key in parents:
                         continue
                 else:
-                    k = _Key(keyed(key))
+                    k = keyed(key)
                     # taken from here after ``step``, each of these reaches what taking it first
                     # then ``step`` reached (both orders give one state)
                     quiet = (
@@ -297,23 +302,6 @@ def explore(
             break
     result.seconds = time.perf_counter() - started
     return result, parents
-
-
-class _Key:
-    """A state as a dictionary key whose hash is computed once (a state's hash walks all of
-    it, and the search looks a key up more than once)."""
-
-    __slots__ = ("h", "state")
-
-    def __init__(self, state: State) -> None:
-        self.state = state
-        self.h = hash(state)
-
-    def __hash__(self) -> int:
-        return self.h
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Key) and (self.state is other.state or self.state == other.state)
 
 
 def path_to(parents: dict[State, tuple[State | None, Step | None]], state: State) -> tuple[Step, ...]:

@@ -30,7 +30,7 @@ def _config(generation: Generation, replicas: tuple[str, ...] = THREE) -> Config
 def test_the_reduced_search_reaches_every_class_the_full_one_does(generation: Generation) -> None:
     config = _config(generation)
     full, full_tree = explore(config, depth=3, max_records=1, reduce=False)
-    reduced, tree = explore(config, depth=3, max_records=1)
+    reduced, tree = explore(config, depth=3, max_records=1, reduce=True)
     assert full.complete and reduced.complete
     assert {canonical(s) for s in tree} == {canonical(s) for s in full_tree}
     assert reduced.states <= full.states and reduced.transitions < full.transitions and reduced.slept > 0
@@ -83,7 +83,7 @@ def test_a_pointless_step_changes_nothing(generation: Generation) -> None:
 
 def test_the_richer_steps_are_offered_and_enabled() -> None:
     config = _config(Generation.LEADER_EPOCH, ("A", "B"))
-    result, tree = explore(config, depth=4, max_records=2, extra=EVERYTHING)  # a refused step would raise
+    result, tree = explore(config, depth=4, max_records=2, extra=EVERYTHING, reduce=True)  # a refused step would raise
     plain, _ = explore(config, depth=4, max_records=2)
     steps = [step for _, step in tree.values() if step is not None]
     assert any(isinstance(s, Fetch) and s.max_records == 1 for s in steps)
