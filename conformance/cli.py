@@ -553,6 +553,20 @@ def _known_differences(paths: list[Path], impl: str, adapter: Any) -> dict[str, 
     return expectations.known(tuple(names))
 
 
+def _richer(args: argparse.Namespace) -> Any:
+    """The richer steps the explore flags ask for (``explore_alphabet.Richer``), or None."""
+    from .explore_alphabet import Richer
+
+    every = args.rich
+    richer = Richer(
+        partial_fetches=every or args.partial_fetches,
+        timer_ticks=every or args.timer_ticks,
+        epoch_queries=every or args.epoch_queries,
+        in_flight=every or args.in_flight,
+    )
+    return richer if richer.any else None
+
+
 def cmd_explore(args: argparse.Namespace) -> int:
     from reference_impl import Config, ConfigError, config_from_dict
 
@@ -592,7 +606,17 @@ def cmd_explore(args: argparse.Namespace) -> int:
                 f"explore {generation}: searching to depth {args.depth} (at most {args.seconds:g} s)", file=sys.stderr
             )
         try:
-            result, tree = explore(config, args.depth, args.records, args.seconds, args.max_states, faults=args.faults)
+            result, tree = explore(
+                config,
+                args.depth,
+                args.records,
+                args.seconds,
+                args.max_states,
+                faults=args.faults,
+                reduce=False if args.no_reduce else None,
+                symmetry=args.symmetry,
+                extra=_richer(args),
+            )
         except KeyboardInterrupt:
             interrupted = True
             break
@@ -665,6 +689,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
             states=result.states,
             transitions=result.transitions,
             depth=result.depth_reached,
+            depth_completed=result.depth_completed,
+            levels=result.levels,
             complete=result.complete,
             seconds=round(result.seconds, 3),
             rules=len(result.rules),
@@ -673,6 +699,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
         )
         records.append(record)
         depth = f"{result.depth_reached}" + ("" if result.complete else f" of {args.depth} (budget ran out)")
+        if not result.complete and result.depth_reached:
+            depth = f"{result.depth_completed} complete, {result.depth_reached} reached (budget ran out)"
         rows.append(
             [
                 generation,
@@ -964,6 +992,39 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         action="store_true",
         help="also elections that notify every live broker but one, and power failures losing a broker's log "
         "(about seven times the states per level; default: off)",
+    )
+    ex.add_argument(
+        "--partial-fetches",
+        action="store_true",
+        help="also fetches capped at one record where the leader has two or more (default: off)",
+    )
+    ex.add_argument(
+        "--timer-ticks",
+        action="store_true",
+        help="also ticks to 1 ms before, at and after each timer that can fire next (default: off)",
+    )
+    ex.add_argument(
+        "--epoch-queries",
+        action="store_true",
+        help="also a client's epoch_query to every live broker, current epoch and the one before (default: off)",
+    )
+    ex.add_argument(
+        "--in-flight",
+        action="store_true",
+        help="also elections notifying nobody or one broker at once, the rest in flight (default: off)",
+    )
+    ex.add_argument("--rich", action="store_true", help="all four of the above (docs/explore.md, 'A richer alphabet')")
+    ex.add_argument(
+        "--symmetry",
+        action="store_true",
+        help="also merge states equal up to renaming the followers: fewer states, but NOT exact (an election "
+        "picks the first eligible replica in assignment order; docs/explore.md) (default: off)",
+    )
+    ex.add_argument(
+        "--no-reduce",
+        action="store_true",
+        help="compare states whole: no merging of message orders, every step tried, no sleep sets "
+        "(default: reduce, exact, with 3 replicas or more)",
     )
     ex.add_argument("--impl", metavar="SPEC", help="also replay every path on this implementation (as run --impl)")
     ex.add_argument("--json", action="store_true", help="print the result as JSON (docs/reports.md, 'explore --json')")

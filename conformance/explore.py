@@ -47,6 +47,7 @@ from reference_impl.values import evolve
 from .adapter import Adapter, AdapterError, Description
 from .compare import first_divergence
 from .distribution import refused_steps
+from .explore_reduce import SLEEPERS, canonical, followers_of, independent, pointless, symmetric_key
 from .in_process import ReferenceAdapter
 from .progress import FairSuffix, drive
 from .runner import comparable, run_fixture
@@ -104,8 +105,13 @@ class Exploration:
     paths_replayed: int = 0
     """Root-to-leaf paths judged from a reset; for an in-process implementation, which is
     rewound instead, the transitions stepped."""
+    levels: list[int] = field(default_factory=list)
+    """New states found at each depth 1, 2, ... (the last one partial when ``complete`` is False)."""
     safety: dict[str, Coverage] = field(default_factory=dict)
     """Per safety property, over the paths judged by the engine: checked how often, what it lacked."""
+    slept: int = 0
+    """Transitions not taken because the other order of two independent steps reaches
+    the same state (sleep sets, ``explore_reduce.independent``)."""
     rewound: bool = False
     """Judged by rewinding an in-process implementation along the tree (``_replay_rewinding``)."""
     paths_skipped: Counter[str] = field(default_factory=Counter)
@@ -120,6 +126,11 @@ class Exploration:
         if self.rewound:
             return True, "safety established: every state compared whole with the reference's"
         return certificate([self.safety] if self.safety else [])
+
+    @property
+    def depth_completed(self) -> int:
+        """The deepest level searched whole: every state that many steps from the start visited."""
+        return self.depth_reached if self.complete else max(0, self.depth_reached - 1)
 
     @property
     def states_per_second(self) -> float:
@@ -171,19 +182,46 @@ def explore(
     max_states: int | None = None,
     stop_on_finding: bool = False,
     faults: bool = False,
+    reduce: bool | None = None,
+    symmetry: bool = False,
+    extra: Callable[[State, list[Step]], list[Step]] | None = None,
+    only: frozenset[str] | None = None,
 ) -> tuple[Exploration, dict[State, tuple[State | None, Step | None]]]:
     """Breadth-first search to ``depth``; returns the statistics and the search tree
     (each state's parent and the step from it), for path reconstruction and replay.
 
     ``stop_on_finding`` ends the search at the first invariant violation, as TLC does.
     ``faults``: elections notifying only some brokers and power failures too (``fault_steps``).
+    ``reduce``: states deduplicated up to the order of messages to different destinations,
+    steps that change nothing not tried, sleep sets (``explore_reduce``: exact); None (the
+    default): with three replicas or more, where it pays (with two, messages to different
+    followers cannot interleave and its bookkeeping costs more than the transitions it saves:
+    docs/explore.md). ``symmetry``: also
+    up to renaming the followers (``explore_reduce.symmetric_key``: an under-approximation,
+    off by default). ``extra``: more steps to try in a state, given its alphabet
+    (``explore_alphabet.Richer``). ``only``: the step kinds kept (a narrower alphabet
+    that goes deeper). The tree holds real states, reached by real paths.
     """
     started = time.perf_counter()
     result = Exploration(config=config, depth_limit=depth)
     expected = EXPECTED_VIOLATIONS.get(config.generation, frozenset())
+    if reduce is None:
+        reduce = len(config.replicas) >= 3
     root = state_key(initial_state(config))
     parents: dict[State, tuple[State | None, Step | None]] = {root: (None, None)}
     seen_invariants: set[str] = set()
+
+    def plain(state: State) -> State:
+        return state
+
+    keyed: Callable[[State], State] = plain
+    if symmetry:
+        keyed = lambda state: symmetric_key(state, followers_of(state))  # noqa: E731
+    elif reduce:
+        keyed = canonical
+    merged = keyed is not plain
+    # merged: each class's key -> the depth it was first reached at
+    known: dict[State, int] = {keyed(root): 0} if merged else {}
 
     def record(state: State, violations: list[Any]) -> None:
         for v in violations:
@@ -193,12 +231,28 @@ def explore(
                 result.findings.append(Finding(v.invariant, v.detail, path, v.invariant in expected))
 
     record(root, check(root))
-    frontier = [root]
+    frontier: list[tuple[State, State | None]] = [(root, None)]
     result.states = 1
+    nothing: frozenset[Step] = frozenset()
+    # Sleep sets (explore_reduce.independent): the steps a state need not take, by its key.
+    sleeping: dict[State, frozenset[Step]] = {}
     for level in range(1, depth + 1):
-        next_frontier: list[State] = []
-        for state in frontier:
-            for step in alphabet(state, max_records, faults):
+        next_frontier: list[tuple[State, State | None]] = []
+        next_sleeping: dict[State, frozenset[Step]] = {}
+        for state, mine in frontier:
+            steps = alphabet(state, max_records, faults)
+            if extra is not None:
+                steps += extra(state, steps)
+            if only is not None:
+                steps = [s for s in steps if s.kind in only]
+            asleep = sleeping.get(mine, nothing) if mine is not None and sleeping else nothing
+            done: list[Step] = []
+            for step in steps:
+                if asleep and step in asleep:
+                    result.slept += 1
+                    continue
+                if reduce and pointless(state, step):
+                    continue
                 try:
                     after = apply(state, step)
                 except StepRejected:  # enabled_steps said it was enabled: a spec bug
@@ -206,11 +260,32 @@ def explore(
                 result.transitions += 1
                 result.rules.update(after.fired)
                 key = state_key(after)
-                if key in parents:
-                    continue
+                k: State | None = None
+                if not merged:
+                    if key in parents:
+                        continue
+                else:
+                    k = keyed(key)
+                    # taken from here after ``step``, each of these reaches what taking it first
+                    # then ``step`` reached (both orders give one state)
+                    quiet = (
+                        frozenset(b for b in done if independent(step, b))
+                        if done and isinstance(step, SLEEPERS)
+                        else nothing
+                    )
+                    if reduce:
+                        done.append(step)
+                    first = known.get(k)
+                    if first is not None:
+                        if first == level and k in next_sleeping:  # reached again at this depth
+                            next_sleeping[k] &= quiet
+                        continue
+                    known[k] = level
+                    if quiet:
+                        next_sleeping[k] = quiet
                 parents[key] = (state, step)
                 result.states += 1
-                next_frontier.append(key)
+                next_frontier.append((key, k))
                 record(key, check(after, state))
                 if (max_states is not None and result.states >= max_states) or (stop_on_finding and result.findings):
                     result.complete = False
@@ -220,7 +295,9 @@ def explore(
                 break
         if next_frontier:
             result.depth_reached = level
+            result.levels.append(len(next_frontier))
         frontier = next_frontier
+        sleeping = next_sleeping
         if not result.complete or not frontier:
             break
     result.seconds = time.perf_counter() - started
@@ -262,8 +339,11 @@ def replay(
     path as a fixture expecting the reference's observation after every step, ``walk.py``,
     through ``runner.run_fixture``: conventions, role fields, coarsening, settled and safety
     exactly as ``kconform run``); keep the shortest disagreement (the path up to its first
-    failing step). ``first``: stop at the first disagreement (a kill is enough: ``kconform
-    sensitivity``). ``tree``: ``edges(parents)``, if already computed.
+    failing step). The engine stops a path at its first failing step; once a disagreement
+    of ``n`` steps is known, the paths left are replayed only to ``n - 1`` steps, each
+    distinct prefix once (a disagreement below a killed prefix cannot be shorter).
+    ``first``: stop at the first disagreement (a kill is enough: ``kconform sensitivity``).
+    ``tree``: ``edges(parents)``, if already computed.
 
     An in-process implementation whose state is a value and that reports every field in the
     reference's form (the reference, a zoo member) is judged at ``exact`` by rewinding it
@@ -276,9 +356,16 @@ def replay(
         result.disagreement = best
         return best
     best = None
+    cut: set[tuple[Step, ...]] = set()
     for path in leaf_paths(parents):
-        if best is not None and len(path) >= len(best.path) and _covers(best.path, path):
-            continue
+        if best is not None:
+            # only a shorter disagreement can improve on ``best``: replay each path only up to
+            # one step before it, and each such prefix once (the engine still judges it whole,
+            # with its fair suffix: a real path from the initial state)
+            path = path[: len(best.path) - 1]
+            if not path or path in cut:
+                continue
+            cut.add(path)
         found = _replay_one(adapter, description, config, path, level, result, known, progress)
         if on_path is not None:
             on_path(result.paths_replayed)
@@ -482,10 +569,6 @@ def edges(parents: dict[State, tuple[State | None, Step | None]]) -> Edges:
         else:
             children.setdefault(id(parent), []).append((step, child))
     return root, children
-
-
-def _covers(prefix: tuple[Step, ...], path: tuple[Step, ...]) -> bool:
-    return path[: len(prefix)] == prefix
 
 
 def _replay_one(

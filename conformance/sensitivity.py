@@ -19,6 +19,7 @@ from typing import Any
 from reference_impl import Config, Generation, State, Step, StepRejected, apply, initial_state
 
 from .explore import Edges, Exploration, edges, explore, replay
+from .explore_alphabet import PLAIN, Richer
 from .fixtures import Fixture
 from .runner import FixtureResult, reference_trace, run_fixtures
 from .zoo import Member
@@ -207,27 +208,39 @@ class Search:
     settings: tuple[tuple[str, Any], ...]
     replicas: int = 2
     faults: bool = False
+    richer: Richer = PLAIN
+    """Richer steps in its alphabet (``explore_alphabet``)."""
+    only: frozenset[str] | None = None
+    """The step kinds kept (None: all): a narrower alphabet, searched deeper."""
 
     def config(self, generation: Generation) -> Config:
         return Config(replicas=("A", "B", "C", "D", "E")[: self.replicas], generation=generation, **dict(self.settings))
 
 
 CHECKPOINT_EVERY_CHANGE = (("replica_high_watermark_checkpoint_interval_ms", 0),)
+SHORT_TIMERS = (
+    ("replica_high_watermark_checkpoint_interval_ms", 500),
+    ("replica_lag_time_max_ms", 1000),
+    ("replica_fetch_wait_max_ms", 500),
+)
 SEARCHES = (
     Search("2r-2rec", 0, 2, CHECKPOINT_EVERY_CHANGE),
     Search("3r", 1, 1, CHECKPOINT_EVERY_CHANGE, replicas=3),
     Search("2r-isr2", 1, 1, (*CHECKPOINT_EVERY_CHANGE, ("min_insync_replicas", 2))),
+    Search("2r-timers", 1, 1, SHORT_TIMERS),
+    Search("2r-faults", 1, 1, CHECKPOINT_EVERY_CHANGE, faults=True),
+    Search("2r-partial", 0, 2, CHECKPOINT_EVERY_CHANGE, richer=Richer(partial_fetches=True)),
+    Search("2r-timers-faults", -1, 1, SHORT_TIMERS, faults=True),
     Search(
-        "2r-timers",
-        1,
-        1,
-        (
-            ("replica_high_watermark_checkpoint_interval_ms", 500),
-            ("replica_lag_time_max_ms", 1000),
-            ("replica_fetch_wait_max_ms", 500),
+        "2r-deep",
+        -4,
+        2,
+        CHECKPOINT_EVERY_CHANGE,
+        richer=Richer(partial_fetches=True),
+        only=frozenset(
+            {"produce", "fetch", "deliver_fetch", "epoch_request", "deliver_epoch", "crash", "restart", "elect"}
         ),
     ),
-    Search("2r-faults", 1, 1, CHECKPOINT_EVERY_CHANGE, faults=True),
 )
 """The searches of ``kconform sensitivity --explore-depth D``, each in every generation:
 two replicas to depth D with up to two records (a superset of the one-record tree, which
@@ -235,7 +248,13 @@ is therefore not searched apart); three replicas, min.insync 2, short timers (la
 fetch wait and HW checkpoint 500 ms, so the alphabet's ticks cross them) and two replicas
 with the fault steps (elections notifying some brokers, power failures: they multiply a
 tree's states by about seven a level) one level less. All but the timers search
-checkpoint the HW on every change."""
+checkpoint the HW on every change.
+
+Then three searches for what those miss (issue 22): two replicas with fetches capped at
+one record (``explore_alphabet.Richer``) to depth D; short timers with the fault steps one
+level *deeper* (a power failure behind a checkpoint written on the timer); and a narrow
+alphabet (produce, fetch, capped fetch, deliver, epoch request and answer, crash, restart,
+elect: no ticks, consumes or ISR checks) four levels deeper, for stories of 8-9 steps."""
 
 
 def explore_trees(
@@ -247,7 +266,10 @@ def explore_trees(
         for generation in generations:
             config = search.config(generation)
             depth_here = max(1, depth - search.shallower)
-            result, tree = explore(config, depth_here, search.records, seconds, faults=search.faults)
+            extra = search.richer if search.richer.any else None
+            result, tree = explore(
+                config, depth_here, search.records, seconds, faults=search.faults, extra=extra, only=search.only
+            )
             out.append(Explored(config, result, tree, search.name))
     return out
 
@@ -256,6 +278,8 @@ def explore_kills(member: Member, trees: Sequence[Explored]) -> list[Kill]:
     """Every path of each search tree replayed on the member (``explore.replay``); the
     shortest disagreement is the kill."""
     for explored in trees:
+        if explored.config.generation not in member.generations:
+            continue  # the member is the reference there (``Member.generations``: where it differs)
         adapter = member.build()
         try:
             found = replay(adapter, explored.config, explored.tree, explored.result, first=True, tree=explored.edges)

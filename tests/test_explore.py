@@ -86,3 +86,15 @@ def test_replay_finds_a_zoo_members_disagreement_as_a_fixture_that_kills_it(tmp_
     _, [killed] = run_fixtures(ZOO["hw-truncation-on-restart-under-epochs"](), "mutant", [fixture])
     _, [passed] = run_fixtures(ReferenceAdapter(), "reference", [fixture])
     assert (killed.outcome, passed.outcome) == ("failed", "passed")
+
+
+def test_replay_through_the_engine_stops_below_a_disagreement() -> None:
+    """Judged by the one engine (a ``known`` list turns rewinding off), the shortest
+    disagreement is found as by rewinding, and once one is known the longer paths are only
+    replayed up to a step before it, each prefix once: far fewer paths than leaves."""
+    config = Config(replicas=TWO, generation=Generation.LEADER_EPOCH)
+    result, tree = explore(config, depth=4, max_records=1)
+    leaves = len(list(leaf_paths(tree)))
+    found = replay(ZOO["hw-truncation-on-restart-under-epochs"](), config, tree, result, known={"no.such.field": "-"})
+    assert found is not None and found.field == "replicas.A.epoch_cache" and len(found.path) == 2
+    assert not result.rewound and 0 < result.paths_replayed < leaves // 4
