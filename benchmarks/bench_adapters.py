@@ -32,13 +32,13 @@ from typing import Any
 from tabulate import tabulate
 from workloads import COMMON_CONFIG, generated_traces, long_trace
 
-from conformance.adapter import Adapter
-from conformance.fixtures import Fixture, load_fixtures
-from conformance.in_process import ReferenceAdapter
-from conformance.paths import FIXTURES_DIR
-from conformance.runner import run_fixtures
-from conformance.stdio import StdioAdapter
-from conformance.wire import wire_step
+from conformance.adapters.base import Adapter
+from conformance.adapters.in_process import ReferenceAdapter
+from conformance.adapters.stdio import StdioAdapter
+from conformance.adapters.wire import wire_step
+from conformance.fixtures.loading import Fixture, load_fixtures
+from conformance.fixtures.paths import FIXTURES_DIR
+from conformance.judging.runner import run_fixtures
 from reference_impl import State, Step, StepRejected, apply, config_from_dict, initial_state, step_from_dict
 from reference_impl.given import normalise
 

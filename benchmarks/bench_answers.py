@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from conformance.fixtures import load_fixtures
-from conformance.paths import FIXTURES_DIR
+from conformance.fixtures.loading import load_fixtures
+from conformance.fixtures.paths import FIXTURES_DIR
 from reference_impl import State, StepRejected, apply
 
 OBSERVE = sys.modules["reference_impl.observe"]

@@ -225,8 +225,8 @@ def _per_step_from(state: Any, steps: list[Any], repeat: int) -> float:
 
 
 def _fuzz_rate(examples: int) -> float:
-    from conformance.in_process import ReferenceAdapter
-    from conformance.stateful import fuzz
+    from conformance.adapters.in_process import ReferenceAdapter
+    from conformance.search.stateful import fuzz
     from reference_impl import Generation
 
     count = 0
@@ -253,7 +253,7 @@ def _run_wall(root: Path, repeat: int) -> tuple[float, float]:
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             subprocess.run(
-                [sys.executable, "-m", "conformance.cli", "run"],
+                [sys.executable, "-m", "conformance.cli.main", "run"],
                 cwd=tmp,
                 env=env,
                 stdout=subprocess.DEVNULL,

@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 WORKER = """
 import json, sys, time
-from conformance.in_process import ReferenceAdapter
-from conformance.stateful import fuzz
+from conformance.adapters.in_process import ReferenceAdapter
+from conformance.search.stateful import fuzz
 from reference_impl import Generation, apply, initial_state, observe, step_from_dict
 
 count = 0
@@ -83,8 +83,8 @@ def measure(tree: Path, examples: int) -> dict[str, Any]:
 
 
 def kip101(seeds: int, examples: int) -> list[tuple[int, float, float, int] | tuple[int, None, None, None]]:
-    from conformance.in_process import ReferenceAdapter
-    from conformance.stateful import fuzz_all
+    from conformance.adapters.in_process import ReferenceAdapter
+    from conformance.search.stateful import fuzz_all
     from reference_impl import Generation
 
     out: list[tuple[int, float, float, int] | tuple[int, None, None, None]] = []

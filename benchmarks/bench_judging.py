@@ -185,8 +185,8 @@ def _fixture(start: Any, steps: list[Any], name: str) -> Any:
 
 
 def run_cost(short: int, long: int, repeat: int) -> dict[str, float]:
-    from conformance.in_process import ReferenceAdapter
-    from conformance.runner import reference_trace, run_fixture
+    from conformance.adapters.in_process import ReferenceAdapter
+    from conformance.judging.runner import reference_trace, run_fixture
     from reference_impl import apply
 
     out: dict[str, float] = {}
@@ -238,7 +238,7 @@ def replay_rate(traces: int, repeat: int) -> dict[str, float]:
 
 
 def _generate(traces: int, folder: Path) -> None:
-    from conformance.cli import main
+    from conformance.cli.main import main
 
     code = main(
         [

@@ -24,13 +24,14 @@ import time
 
 from tabulate import tabulate
 
-from conformance import kafka_impl, kafka_lines
+from conformance.adapters.stdio import StdioAdapter
 from conformance.corpus.format import Trace
 from conformance.corpus.reading import plan_splits, read_split
-from conformance.fixtures import Fixture, load_fixtures
-from conformance.paths import FIXTURES_DIR
-from conformance.runner import run_fixture
-from conformance.stdio import StdioAdapter
+from conformance.fixtures.loading import Fixture, load_fixtures
+from conformance.fixtures.paths import FIXTURES_DIR
+from conformance.implementations import kafka as kafka_impl
+from conformance.implementations import kafka_lines
+from conformance.judging.runner import run_fixture
 
 UNSUPPORTED_FIELDS = ("max_records", "unflushed_from")
 
@@ -86,7 +87,8 @@ def corpus_rate(adapter: StdioAdapter, corpus: str, traces: int) -> tuple[int, i
 
 
 def start(impl: str) -> StdioAdapter:
-    """``kafka`` (adapters/kafka) or an older line (``kafka-2.6``, ``kafka-0.10``: conformance.kafka_lines)."""
+    """``kafka`` (adapters/kafka) or an older line (``kafka-2.6``, ``kafka-0.10``:
+    conformance.implementations.kafka_lines)."""
     if impl == "kafka":
         return kafka_impl.kafka()
     return kafka_lines.kafka_26() if impl == "kafka-2.6" else kafka_lines.kafka_010()

@@ -14,12 +14,12 @@ import statistics
 import time
 from collections.abc import Callable
 
-from conformance.fixtures import load_fixtures
-from conformance.in_process import ReferenceAdapter
-from conformance.paths import FIXTURES_DIR
-from conformance.runner import run_fixtures
-from conformance.shapes import RoundOnly
-from conformance.wire import wire_step
+from conformance.adapters.in_process import ReferenceAdapter
+from conformance.adapters.wire import wire_step
+from conformance.fixtures.loading import load_fixtures
+from conformance.fixtures.paths import FIXTURES_DIR
+from conformance.implementations.shapes import RoundOnly
+from conformance.judging.runner import run_fixtures
 
 
 def replay_only(fixtures: list) -> None:  # type: ignore[type-arg]

@@ -18,10 +18,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from conformance.fixtures import load_fixtures
-from conformance.observation_check import check_observation
-from conformance.paths import FIXTURES_DIR
-from conformance.schemas import validator
+from conformance.fixtures.loading import load_fixtures
+from conformance.fixtures.paths import FIXTURES_DIR
+from conformance.fixtures.schemas import validator
+from conformance.judging.observation_check import check_observation
 from reference_impl import StepRejected, apply, observe
 
 

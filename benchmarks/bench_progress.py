@@ -1,5 +1,5 @@
 """The progress property on the reference at scale: N random runs per generation, each
-ended by the fair suffix (conformance/progress.py), every finding printed.
+ended by the fair suffix (conformance/judging/progress.py), every finding printed.
 
 Usage (from the repository root):
 
@@ -22,9 +22,9 @@ import sys
 import time
 from collections import Counter
 
-from conformance.distribution import WEIGHTS, RandomChooser, draw_config, draw_steps, swarm
-from conformance.in_process import ReferenceAdapter
-from conformance.progress import FairSuffix, Outcome, drive
+from conformance.adapters.in_process import ReferenceAdapter
+from conformance.judging.progress import FairSuffix, Outcome, drive
+from conformance.search.distribution import WEIGHTS, RandomChooser, draw_config, draw_steps, swarm
 from reference_impl import STEP_TYPES, Generation, State, apply, initial_state, observe
 
 

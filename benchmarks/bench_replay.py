@@ -89,7 +89,7 @@ def run_measured(argv: list[str], log: Path) -> tuple[float, int, int, float]:
 
 
 def kconform(*args: str) -> list[str]:
-    return [sys.executable, "-m", "conformance.cli", *args]
+    return [sys.executable, "-m", "conformance.cli.main", *args]
 
 
 def corpus_for(size: int, root: Path, workers: int, record: list[dict[str, Any]]) -> Path:

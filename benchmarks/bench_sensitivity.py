@@ -18,11 +18,11 @@ import argparse
 import statistics
 import time
 
-from conformance.fixtures import load_fixtures
-from conformance.in_process import ReferenceAdapter
-from conformance.paths import FIXTURES_DIR
-from conformance.runner import reference_trace, run_fixtures
-from conformance.sensitivity import sensitivity
+from conformance.adapters.in_process import ReferenceAdapter
+from conformance.fixtures.loading import load_fixtures
+from conformance.fixtures.paths import FIXTURES_DIR
+from conformance.judging.runner import reference_trace, run_fixtures
+from conformance.search.sensitivity import sensitivity
 from conformance.zoo import MEMBERS
 
 

@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def smoke() -> int:
     """A 30-trace corpus replayed on a one-rule breaker, then read as a real run is."""
-    kconform = [sys.executable, "-c", "import sys; from conformance.cli import main; sys.exit(main())"]
+    kconform = [sys.executable, "-c", "import sys; from conformance.cli.main import main; sys.exit(main())"]
     with tempfile.TemporaryDirectory(prefix="kconform-rule-exactness-") as tmp:
         corpus, out = Path(tmp) / "corpus", Path(tmp) / "replay"
         for cmd in (

@@ -32,11 +32,11 @@ import sys
 import traceback
 from typing import Any, TextIO
 
-from .adapter import ACCEPTED_PROTOCOLS, PROTOCOL_VERSION, StepResult
-from .adapter import Adapter as _Seam
-from .adapter import AdapterError as _AdapterError
-from .adapter import Description as _Description
-from .deltas import diff
+from .adapters.base import ACCEPTED_PROTOCOLS, PROTOCOL_VERSION, StepResult
+from .adapters.base import Adapter as _Seam
+from .adapters.base import AdapterError as _AdapterError
+from .adapters.base import Description as _Description
+from .adapters.deltas import diff
 
 _encode = json.JSONEncoder(separators=(",", ":")).encode
 """One compact encoder for every reply (``json.dumps`` with separators builds one per call)."""

@@ -7,7 +7,7 @@ on ``cmd``, write one JSON line back with the same ``seq``, flush. It speaks pro
 it can start from a given state (``reset`` with ``initial``) and performs every step
 kind the reference has. It speaks protocol 4 too: when kconform offers the
 ``observation_deltas`` option in ``hello``, it opts in and answers each step after the
-first of a run with only what changed (``conformance.deltas.diff``; an adapter in another
+first of a run with only what changed (``conformance.adapters.deltas.diff``; an adapter in another
 language writes its own diff, or leaves the option out and sends whole observations).
 """
 
@@ -18,7 +18,7 @@ import sys
 from typing import Any, TextIO
 
 import reference_impl
-from conformance.deltas import diff
+from conformance.adapters.deltas import diff
 from reference_impl import (
     OBSERVATION_FIELDS,
     REPLICA_FIELDS,

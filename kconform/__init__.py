@@ -25,21 +25,21 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, TypeAlias
 
-from conformance.adapter import PROTOCOL_VERSION, Adapter, AdapterError, Description, StepResult
-from conformance.diagrams import Frame, step_svg, strip_svg
-from conformance.expectations import Expectations, load_expectations
-from conformance.explain import explain
-from conformance.fixtures import Fixture, FixtureError, FixtureStep, Problem, load_fixtures
-from conformance.in_process import FunctionAdapter, ReferenceAdapter, StepRefused
-from conformance.paths import FIXTURES_DIR as BUNDLED_FIXTURES
-from conformance.registry import UnknownImplementation, resolve
+from conformance.adapters.base import PROTOCOL_VERSION, Adapter, AdapterError, Description, StepResult
+from conformance.adapters.in_process import FunctionAdapter, ReferenceAdapter, StepRefused
+from conformance.adapters.stdio import StdioAdapter
+from conformance.fixtures.loading import Fixture, FixtureError, FixtureStep, Problem, load_fixtures
+from conformance.fixtures.paths import FIXTURES_DIR as BUNDLED_FIXTURES
+from conformance.implementations.registry import UnknownImplementation, resolve
+from conformance.judging.expectations import Expectations, load_expectations
+from conformance.judging.runner import OUTCOMES, FixtureResult, run_fixture
 from conformance.reports import FORMATS as REPORT_FORMATS
 from conformance.reports import render
+from conformance.reports.diagrams import Frame, step_svg, strip_svg
+from conformance.reports.explain import explain
 from conformance.reports.html import render as render_html
 from conformance.reports.junit import render as render_junit
-from conformance.reports.text import markdown as render_markdown
-from conformance.reports.text import terminal as render_terminal
-from conformance.results import (
+from conformance.reports.results import (
     Implementation,
     ResultsError,
     diff_documents,
@@ -48,8 +48,8 @@ from conformance.results import (
     unexpected_count,
     write_document,
 )
-from conformance.runner import OUTCOMES, FixtureResult, run_fixture
-from conformance.stdio import StdioAdapter
+from conformance.reports.text import markdown as render_markdown
+from conformance.reports.text import terminal as render_terminal
 from reference_impl import Config, Generation, __version__
 
 ResultsDocument: TypeAlias = dict[str, Any]

@@ -4,8 +4,8 @@
 What Kafka leaves open (which eligible replica is elected, how many records an answer or a
 consumer read carries, when a checkpoint was last written) another correct implementation
 may resolve differently; these pure functions give the state such a resolution reaches,
-through the same actions as ``apply``, so the harness can accept it (``conformance/settle.py``)
-and the bundled variants can take it (``conformance/variants.py``). None changes a default.
+through the same actions as ``apply``, so the harness can accept it (``conformance/judging/settle.py``)
+and the bundled variants can take it (``conformance/implementations/variants.py``). None changes a default.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conformance.cli import main
+from conformance.cli.main import main
 from conformance.corpus.aggregate import Aggregate, merge, outcome_totals
 from conformance.corpus.backends import run_tasks
 from conformance.corpus.generate import PartTask, parse_mix, write_part

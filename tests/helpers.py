@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.fixtures import Fixture, Problem, load_fixtures
-from conformance.paths import FIXTURES_DIR
+from conformance.fixtures.loading import Fixture, Problem, load_fixtures
+from conformance.fixtures.paths import FIXTURES_DIR
 from reference_impl import Config, State, apply, initial_state, step_from_dict
 
 TINY_FIXTURE = """\

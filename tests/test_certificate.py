@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from corpus_helpers import make_corpus
 
-from conformance.cli import main
+from conformance.cli.main import main
 
 FAKES = Path(__file__).parent / "fakes"
 SHOWS_NOTHING = ("shows_nothing:refuser", "shows_nothing:empty", "shows_nothing:minimal")

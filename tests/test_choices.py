@@ -17,15 +17,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.strategies import DrawFn, composite
 
-import conformance.settle as settle
+import conformance.judging.settle as settle
 from conformance.corpus.format import Trace
 from conformance.corpus.reading import plan_splits, read_split
-from conformance.fixtures import load_fixtures
-from conformance.levels import settled_part
-from conformance.paths import FIXTURES_DIR
-from conformance.registry import resolve
-from conformance.runner import FixtureResult, run_fixture, run_fixtures
-from conformance.variants import VARIANTS
+from conformance.fixtures.loading import load_fixtures
+from conformance.fixtures.paths import FIXTURES_DIR
+from conformance.implementations.registry import resolve
+from conformance.implementations.variants import VARIANTS
+from conformance.judging.levels import settled_part
+from conformance.judging.runner import FixtureResult, run_fixture, run_fixtures
 from reference_impl import (
     State,
     StepRejected,
@@ -276,7 +276,7 @@ def test_early_answer_meets_settled_on_a_generated_corpus(tmp_path: Path) -> Non
     command = [
         sys.executable,
         "-m",
-        "conformance.cli",
+        "conformance.cli.main",
         "generate",
         "--traces",
         "200",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import main
+from conformance.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 WRONG_HW = f"exec:{sys.executable} {ROOT / 'tests' / 'fakes' / 'broken_adapter.py'} wrong-hw"
@@ -270,7 +270,7 @@ def test_module_factory_is_found_in_the_current_folder(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "kconform_test_my_adapter.py").write_text(
-        "from conformance.in_process import ReferenceAdapter\n\n"
+        "from conformance.adapters.in_process import ReferenceAdapter\n\n"
         "def adapter():\n    return ReferenceAdapter(name='mine')\n"
     )
     monkeypatch.chdir(tmp_path)
@@ -288,7 +288,7 @@ def test_module_factory_is_found_in_the_current_folder(
 
 @pytest.mark.parametrize("argv", [["list"], ["explain", "seed-01-normal-round"], ["impls"]])
 def test_output_into_a_closed_pipe_ends_quietly(argv: list[str]) -> None:
-    shell = f"{shlex.join([sys.executable, '-m', 'conformance.cli', *argv])} | head -n 1"
+    shell = f"{shlex.join([sys.executable, '-m', 'conformance.cli.main', *argv])} | head -n 1"
     done = subprocess.run(["bash", "-o", "pipefail", "-c", shell], capture_output=True, text=True, timeout=60)
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
     assert done.returncode == 0 and done.stdout.count("\n") == 1
@@ -346,7 +346,7 @@ def test_a_missing_path_is_named_without_a_made_up_line(capsys: pytest.CaptureFi
 
 
 def test_help_documents_every_argument_exit_codes_and_defaults() -> None:
-    from conformance.cli import build_parser
+    from conformance.cli.main import build_parser
 
     parser = build_parser()
     subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

@@ -12,9 +12,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.compare import _all, _first, all_divergences, first_divergence, matches
-from conformance.levels import settled_part
-from conformance.settle import Frontier
+from conformance.judging.compare import _all, _first, all_divergences, first_divergence, matches
+from conformance.judging.levels import settled_part
+from conformance.judging.settle import Frontier
 from reference_impl import StepRejected, apply, initial_state, observe
 from reference_impl.config import Config, Generation
 from reference_impl.steps import step_from_dict

@@ -14,16 +14,16 @@ import pytest
 import yaml
 from corpus_helpers import BROKEN, cli, make_corpus, outcomes, per_trace, replay
 
-from conformance.cli import main
+from conformance.adapters.in_process import ReferenceAdapter
+from conformance.cli.main import main
 from conformance.corpus.aggregate import document
 from conformance.corpus.format import CorpusLineError, apply_changes, diff_observations, dumps, parse_line
 from conformance.corpus.generate import generate_trace, parse_mix, reference_revision
 from conformance.corpus.reading import plan_splits
 from conformance.corpus.replay import ReplayTask, replay_split
-from conformance.fixtures import load_fixture_file, load_fixtures
-from conformance.in_process import ReferenceAdapter
-from conformance.paths import FIXTURES_DIR
-from conformance.runner import run_fixture
+from conformance.fixtures.loading import load_fixture_file, load_fixtures
+from conformance.fixtures.paths import FIXTURES_DIR
+from conformance.judging.runner import run_fixture
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""A rule that held a value is named at a divergent step (conformance/deciding.py)."""
+"""A rule that held a value is named at a divergent step (conformance/judging/deciding.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import re
 from fakes.shows_nothing import hw_to_leo_on_append
 
 import reference_impl
-from conformance.deciding import DECIDING, PROPERTY_DECIDING, deciding
-from conformance.fixtures import load_fixtures
-from conformance.in_process import FunctionAdapter, ReferenceAdapter
-from conformance.paths import FIXTURES_DIR, SCHEMA_DIR
-from conformance.runner import run_fixture
+from conformance.adapters.in_process import FunctionAdapter, ReferenceAdapter
+from conformance.fixtures.loading import load_fixtures
+from conformance.fixtures.paths import FIXTURES_DIR, SCHEMA_DIR
+from conformance.judging.deciding import DECIDING, PROPERTY_DECIDING, deciding
+from conformance.judging.runner import run_fixture
 
 
 def test_every_deciding_rule_is_a_spec_rule() -> None:

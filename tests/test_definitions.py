@@ -16,7 +16,7 @@ from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any
 
-from conformance.schemas import schema
+from conformance.fixtures.schemas import schema
 from reference_impl import OBSERVATION_FIELDS, REPLICA_FIELDS, STEP_TYPES, Config, initial_state, observe
 from reference_impl.enabled import candidate_steps
 

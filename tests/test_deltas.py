@@ -21,12 +21,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance import sdk
-from conformance.adapter import AdapterError
-from conformance.deltas import DeltaError, apply_delta, diff
-from conformance.distribution import DataChooser, configs, draw_steps
-from conformance.runner import run_fixtures
-from conformance.schemas import validator
-from conformance.stdio import StdioAdapter
+from conformance.adapters.base import AdapterError
+from conformance.adapters.deltas import DeltaError, apply_delta, diff
+from conformance.adapters.stdio import StdioAdapter
+from conformance.fixtures.schemas import validator
+from conformance.judging.runner import run_fixtures
+from conformance.search.distribution import DataChooser, configs, draw_steps
 from reference_impl import Generation, StepRejected, apply, initial_state, observe
 
 ROOT = Path(__file__).resolve().parents[1]

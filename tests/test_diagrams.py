@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from helpers import run_steps
 
-from conformance.cli import main
-from conformance.diagrams import Frame, step_svg, strip_svg
-from conformance.diagrams.messages import arrows, parse
-from conformance.diagrams.story import fixture_frames
-from conformance.fixtures import load_fixtures
-from conformance.paths import FIXTURES_DIR
+from conformance.cli.main import main
+from conformance.fixtures.loading import load_fixtures
+from conformance.fixtures.paths import FIXTURES_DIR
+from conformance.reports.diagrams import Frame, step_svg, strip_svg
+from conformance.reports.diagrams.messages import arrows, parse
+from conformance.reports.diagrams.story import fixture_frames
 from reference_impl import initial_state, observe
 
 NS = {"s": "http://www.w3.org/2000/svg"}

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from conformance import sdk
-from conformance.fixtures import load_fixtures
-from conformance.paths import FIXTURES_DIR
-from conformance.runner import run_fixtures
-from conformance.stdio import StdioAdapter
+from conformance.adapters.stdio import StdioAdapter
+from conformance.fixtures.loading import load_fixtures
+from conformance.fixtures.paths import FIXTURES_DIR
+from conformance.judging.runner import run_fixtures
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES, _ = load_fixtures([FIXTURES_DIR])

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.explore import explore, leaf_paths, replay, witness_fixture
-from conformance.fixtures import load_fixture_file
-from conformance.in_process import ReferenceAdapter
-from conformance.runner import run_fixtures
+from conformance.adapters.in_process import ReferenceAdapter
+from conformance.fixtures.loading import load_fixture_file
+from conformance.judging.runner import run_fixtures
+from conformance.search.explore import explore, leaf_paths, replay, witness_fixture
 from conformance.zoo import ZOO
 from reference_impl import Config, Generation, apply, enabled_steps, initial_state
 from reference_impl.values import evolve

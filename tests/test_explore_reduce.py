@@ -1,4 +1,4 @@
-"""explore's reductions and richer alphabet (conformance/explore_reduce.py, explore_alphabet.py).
+"""explore's reductions and richer alphabet (conformance/search/explore_reduce.py, explore_alphabet.py).
 
 The reductions are exact: the reduced search reaches every class of states the full one
 does (checked against the full search), because the canonical form is a congruence (a
@@ -12,9 +12,9 @@ from dataclasses import replace
 
 import pytest
 
-from conformance.explore import explore, path_to, state_key
-from conformance.explore_alphabet import EVERYTHING, Richer, timers
-from conformance.explore_reduce import canonical, independent, pointless
+from conformance.search.explore import explore, path_to, state_key
+from conformance.search.explore_alphabet import EVERYTHING, Richer, timers
+from conformance.search.explore_reduce import canonical, independent, pointless
 from reference_impl import Config, Generation, State, apply, check, enabled_steps, initial_state
 from reference_impl.steps import Crash, Elect, EpochQuery, Fetch, Tick
 from reference_impl.values import evolve

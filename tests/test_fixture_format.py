@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from helpers import bundled_fixtures
 
-from conformance.fixture_format import CURRENT_FORMAT
-from conformance.fixtures import FixtureError, load_fixture_file
-from conformance.in_process import ReferenceAdapter
-from conformance.runner import run_fixture
+from conformance.adapters.in_process import ReferenceAdapter
+from conformance.fixtures.format import CURRENT_FORMAT
+from conformance.fixtures.loading import FixtureError, load_fixture_file
+from conformance.judging.runner import run_fixture
 from reference_impl import Config, Generation, StepFormatError, StepRejected, apply, initial_state, step_from_dict
 
 # B never fetches: at the ISR check of 1500 it has been behind for more than 1000 ms.

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from helpers import bundled
 
-from conformance.fixtures import Fixture, PathKey, field_path, line_for, line_map, load_fixture_file
+from conformance.fixtures.loading import Fixture, PathKey, field_path, line_for, line_map, load_fixture_file
 
 # CJK radicals, symbols and punctuation, kana, ideographs, compatibility ideographs, fullwidth forms.
 _CJK = re.compile("[\u2e80-\u2fdf\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]+")

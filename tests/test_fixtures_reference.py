@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from helpers import bundled_fixtures
 
-from conformance.fixtures import Fixture
-from conformance.in_process import ReferenceAdapter
-from conformance.runner import run_fixture
+from conformance.adapters.in_process import ReferenceAdapter
+from conformance.fixtures.loading import Fixture
+from conformance.judging.runner import run_fixture
 from reference_impl import Generation, StepRejected, apply, check
 
 FIXTURES = bundled_fixtures()

@@ -1,4 +1,4 @@
-"""The fuzzer's distribution (conformance/distribution.py) reaches the corners the issue
+"""The fuzzer's distribution (conformance/search/distribution.py) reaches the corners the issue
 lists, the shrinker keeps witnesses short, and fuzz and explore count as suites in
 ``kconform sensitivity`` (with an empty fixture folder too)."""
 
@@ -12,9 +12,12 @@ from typing import Any
 
 import pytest
 
-from conformance.adapter import Adapter, Description, StepResult
-from conformance.cli import main
-from conformance.distribution import (
+from conformance.adapters.base import Adapter, Description, StepResult
+from conformance.adapters.in_process import ReferenceAdapter
+from conformance.cli.main import main
+from conformance.fixtures.loading import load_fixture_file
+from conformance.judging.runner import run_fixtures
+from conformance.search.distribution import (
     TIMER_RANGES,
     WEIGHTS,
     RandomChooser,
@@ -26,11 +29,8 @@ from conformance.distribution import (
     tick_lengths,
     vary,
 )
-from conformance.explore import alphabet, explore, fault_steps, replay
-from conformance.fixtures import load_fixture_file
-from conformance.in_process import ReferenceAdapter
-from conformance.runner import run_fixtures
-from conformance.stateful import fuzz_all, reference_breaks, shorter_ending, shrink_run, witness_fixture
+from conformance.search.explore import alphabet, explore, fault_steps, replay
+from conformance.search.stateful import fuzz_all, reference_breaks, shorter_ending, shrink_run, witness_fixture
 from conformance.zoo import ZOO
 from reference_impl import Config, Generation, StepRejected, apply, check, initial_state
 from reference_impl.steps import Consume, Crash, DeliverFetch, Elect, Fetch, Produce, Restart, Tick
@@ -348,7 +348,7 @@ def test_fuzz_runs_start_from_drawn_states_and_replay_from_them(tmp_path: Path) 
     """``kconform fuzz`` starts one run in ``INITIAL_ONE_IN`` from ``draw_initial`` on an
     implementation that can (capability initial_state); a failing run from such a start
     replays and shrinks from it, and its witness fixture carries the ``initial:`` block."""
-    from conformance.stateful import INITIAL_ONE_IN, Judge, random_run
+    from conformance.search.stateful import INITIAL_ONE_IN, Judge, random_run
 
     judge = Judge(ReferenceAdapter(), Generation.LEADER_EPOCH)
     rng = random.Random(4)
@@ -358,7 +358,7 @@ def test_fuzz_runs_start_from_drawn_states_and_replay_from_them(tmp_path: Path) 
         starts += judge.trace.initial is not None
     assert 40 // (3 * INITIAL_ONE_IN) <= starts <= 40 * 2 // INITIAL_ONE_IN
     # a knockout only a drawn start shows (a fetch below the leader's log start: LOG-START-3)
-    from conformance.knockout import knockouts, member
+    from conformance.search.knockout import knockouts, member
 
     (skipped,) = [k for k in knockouts(["LOG-START-3"]) if k.operator == "skip"]
     report = fuzz_all(member(skipped, 0).build(), Generation.HW_TRUNCATION, examples=100, seed=1, stop_at_first=True)

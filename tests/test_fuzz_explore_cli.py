@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 import reference_impl
-from conformance.cli import main
-from conformance.in_process import FunctionAdapter, ReferenceAdapter, StepRefused
-from conformance.stateful import fuzz_all
+from conformance.adapters.in_process import FunctionAdapter, ReferenceAdapter, StepRefused
+from conformance.cli.main import main
+from conformance.search.stateful import fuzz_all
 from reference_impl import Generation
 
 BROKEN = Path(__file__).parent / "fakes" / "broken_adapter.py"
@@ -111,7 +111,7 @@ def test_ctrl_c_keeps_the_runs_that_finished() -> None:
 def test_explore_ctrl_c_shows_the_generations_that_finished(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    import conformance.explore as explore_module
+    import conformance.search.explore as explore_module
 
     real = explore_module.explore
     calls = {"n": 0}

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from helpers import bundled_fixtures
 
-from conformance.adapter import Description
-from conformance.fixtures import load_fixture_file
-from conformance.in_process import FunctionAdapter, ReferenceAdapter, StepRefused
-from conformance.registry import UnknownImplementation, resolve
-from conformance.runner import OUTCOMES, run_fixtures
-from conformance.stdio import StdioAdapter
+from conformance.adapters.base import Description
+from conformance.adapters.in_process import FunctionAdapter, ReferenceAdapter, StepRefused
+from conformance.adapters.stdio import StdioAdapter
+from conformance.fixtures.loading import load_fixture_file
+from conformance.implementations.registry import UnknownImplementation, resolve
+from conformance.judging.runner import OUTCOMES, run_fixtures
 from reference_impl import StepRejected, apply, config_from_dict, initial_state, observe, step_from_dict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,7 +113,7 @@ def test_an_observation_of_the_wrong_shape_errors_the_fixture_with_the_schema_pr
 
 
 def test_steps_go_on_the_wire_complete_with_the_automatic_produce_id(tmp_path: Path) -> None:
-    from conformance.wire import wire_step
+    from conformance.adapters.wire import wire_step
 
     seen: list[dict[str, object]] = []
     reference = ReferenceAdapter()
@@ -203,14 +203,14 @@ def test_function_adapter_capabilities_become_skips_and_partial_comparison() -> 
 
 def test_registry_resolves_all_three_forms() -> None:
     assert resolve("reference-leader-epoch").describe().generations == ("leader-epoch",)
-    assert resolve("conformance.bundled:reference").describe().name == "reference"
+    assert resolve("conformance.implementations.bundled:reference").describe().name == "reference"
     assert isinstance(resolve("exec:python3 x.py"), StdioAdapter)
     with pytest.raises(UnknownImplementation, match="use a registered name"):
         resolve("no-such-impl")
     with pytest.raises(UnknownImplementation, match="cannot import"):
         resolve("no_such_module:factory")
     with pytest.raises(UnknownImplementation, match="not a kconform Adapter"):
-        resolve("conformance.paths:Path")
+        resolve("conformance.fixtures.paths:Path")
 
 
 def test_an_in_process_implementation_that_raises_is_errored_not_fatal() -> None:
@@ -248,7 +248,7 @@ def test_example_adapter_messages_fit_the_protocol_schema() -> None:
     import io
     import json
 
-    from conformance.schemas import validator
+    from conformance.fixtures.schemas import validator
 
     sys.path.insert(0, str(ROOT / "examples"))
     from stdio_reference_adapter import Handler, serve

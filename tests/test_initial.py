@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 from helpers import bundled_fixtures
 
-from conformance.adapter import Description
+from conformance.adapters.base import Description
+from conformance.adapters.in_process import FunctionAdapter, ReferenceAdapter, StepRefused
+from conformance.adapters.stdio import StdioAdapter
 from conformance.corpus.format import CorpusLineError, parse_line
-from conformance.fixtures import FixtureError, load_fixture_file
-from conformance.in_process import FunctionAdapter, ReferenceAdapter, StepRefused
-from conformance.runner import run_fixtures
+from conformance.fixtures.loading import FixtureError, load_fixture_file
+from conformance.judging.runner import run_fixtures
 from conformance.sdk import Adapter as SdkAdapter
 from conformance.sdk import in_process
-from conformance.stdio import StdioAdapter
 from reference_impl import (
     InitialStateError,
     StepRejected,

@@ -1,6 +1,6 @@
 """The reference's fast internal invariants agree with the one definition over observations.
 
-The safety properties are defined once, over observations (``conformance/safety.py``).
+The safety properties are defined once, over observations (``conformance/judging/safety.py``).
 ``reference_impl/invariants.py`` is the reference's fast internal form of the ones that
 have a counterpart; it stays because hypothesis (random runs of every generation, drawn
 as ``kconform fuzz`` draws them) finds no run where the two disagree on when an invariant
@@ -21,9 +21,9 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 from reference_traces import random_config, wild_step
 
-from conformance.distribution import DataChooser, configs, draw_steps
-from conformance.safety import KIP_101, UNCLEAN, SafetyMonitor
-from conformance.wire import wire_step
+from conformance.adapters.wire import wire_step
+from conformance.judging.safety import KIP_101, UNCLEAN, SafetyMonitor
+from conformance.search.distribution import DataChooser, configs, draw_steps
 from reference_impl import (
     Config,
     Generation,

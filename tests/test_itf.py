@@ -1,4 +1,4 @@
-"""ITF export and import (conformance/itf.py, docs/itf.md): the round trip fixture -> ITF
+"""ITF export and import (conformance/corpus/itf.py, docs/itf.md): the round trip fixture -> ITF
 -> corpus -> replay gives the same verdicts as the fixtures, the files follow ADR-015
 (checked against the format's published examples), and bad files are one located line."""
 
@@ -16,10 +16,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.corpus.format import CorpusLineError
+from conformance.corpus.itf import ItfError, decode, encode, fixture_to_itf, itf_to_record, problems
 from conformance.corpus.reading import plan_splits, read_split
 from conformance.corpus.replay import ReplayTask, replay_split
-from conformance.itf import ItfError, decode, encode, fixture_to_itf, itf_to_record, problems
-from conformance.paths import FIXTURES_DIR
+from conformance.fixtures.paths import FIXTURES_DIR
 
 ADR_015_EXAMPLE = {
     # The example trace of ADR-015 ("The ITF Format", the MissionariesAndCannibals counterexample), two states

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from conformance.adapter import Description
-from conformance.coarsen import plan
-from conformance.conventions import adjust_expected, normalise
-from conformance.fixtures import load_fixtures
-from conformance.in_process import ReferenceAdapter
-from conformance.levels import highest_level
-from conformance.paths import FIXTURES_DIR
-from conformance.registry import resolve
-from conformance.runner import FixtureResult, run_fixtures
+from conformance.adapters.base import Description
+from conformance.adapters.in_process import ReferenceAdapter
+from conformance.fixtures.loading import load_fixtures
+from conformance.fixtures.paths import FIXTURES_DIR
+from conformance.implementations.registry import resolve
+from conformance.judging.coarsen import plan
+from conformance.judging.conventions import adjust_expected, normalise
+from conformance.judging.levels import highest_level
+from conformance.judging.runner import FixtureResult, run_fixtures
 
 FIXTURES, _ = load_fixtures([FIXTURES_DIR])
 ROUND_KINDS = frozenset({"produce", "fetch_round", "epoch_round", "tick", "crash", "restart", "elect"})
@@ -88,7 +88,7 @@ def test_lowering_keeps_only_what_the_reference_itself_does_when_lowered() -> No
         for step in lowered.steps:
             for check in step.checks:
                 if check.expect and step.observation is not None:
-                    from conformance.compare import first_divergence
+                    from conformance.judging.compare import first_divergence
 
                     assert first_divergence(check.expect, step.observation) is None
 
@@ -164,7 +164,7 @@ def test_a_run_that_matches_every_expectation_never_runs_the_reference_beside_it
     """The plan of a fixture run as written computes the reference's states only when a
     verdict needs them (coarsen._Chain): on a matching run, only the implementation works.
     A run that differs still gets its settled verdict from those states."""
-    import conformance.coarsen as coarsen
+    import conformance.judging.coarsen as coarsen
 
     applied = Counter[str]()
     real_apply = coarsen.apply
@@ -197,7 +197,7 @@ def test_a_step_refused_as_some_reachable_reference_state_refuses_it_is_no_settl
 
 
 def test_an_errored_result_means_no_level_is_met() -> None:
-    from conformance.levels import level_met
+    from conformance.judging.levels import level_met
 
     passed = {"outcome": "passed", "levels": {"exact": "passed", "settled": "passed", "safety": "passed"}}
     errored = {"outcome": "errored", "levels": {}}

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 import kconform
-from conformance import kafka_impl
-from conformance.stdio import StdioAdapter
+from conformance.adapters.stdio import StdioAdapter
+from conformance.implementations import kafka as kafka_impl
 
 CONFIG: dict[str, Any] = {
     "replicas": ["A", "B"],

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 import kconform
-from conformance import kafka_impl, kafka_lines
-from conformance.stdio import StdioAdapter
+from conformance.adapters.stdio import StdioAdapter
+from conformance.implementations import kafka as kafka_impl
+from conformance.implementations import kafka_lines
 
 LINE = kafka_lines.KAFKA_26
 

@@ -1,4 +1,4 @@
-"""Rule knockouts (conformance/knockout.py): built from the code for every rule, each a
+"""Rule knockouts (conformance/search/knockout.py): built from the code for every rule, each a
 real change of the reference, run through the zoo's seam, and judged by the fixtures.
 
 The whole sweep (every knockout on every fixture, about a minute) runs only with
@@ -16,11 +16,11 @@ import pytest
 from helpers import bundled_fixtures
 
 import reference_impl
-from conformance import knockout
-from conformance.knockout_report import matrix_html, terminal
-from conformance.knockout_sweep import sweep
-from conformance.runner import reference_trace
-from conformance.sensitivity import judge
+from conformance.judging.runner import reference_trace
+from conformance.reports.knockout import matrix_html, terminal
+from conformance.search import knockout
+from conformance.search.knockout_sweep import sweep
+from conformance.search.sensitivity import judge
 
 HOME = Path(__file__).resolve().parents[1]
 DOCS = (HOME / "docs" / "suite-strength.md").read_text(encoding="utf-8")
@@ -116,7 +116,7 @@ def test_the_states_some_equivalences_rule_out_do_not_occur_on_random_runs() -> 
     Random runs of the fuzzer's distribution, in every generation, never reach one."""
     import random
 
-    from conformance.distribution import RandomChooser, draw_config, draw_steps
+    from conformance.search.distribution import RandomChooser, draw_config, draw_steps
     from reference_impl import Generation, StepRejected, apply, initial_state
     from reference_impl.draft import Draft
     from reference_impl.network import reachable
@@ -145,7 +145,7 @@ def test_the_knockout_command_prints_json_writes_the_matrix_and_checks_rule_ids(
 ) -> None:
     import json
 
-    from conformance.cli import main
+    from conformance.cli.main import main
 
     fixture = str(HOME / "fixtures" / "kafka" / "hw-frozen-under-min-isr.yaml")
     page = tmp_path / "m.html"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.fixtures import load_fixtures
-from conformance.paths import FIXTURES_DIR
-from conformance.registry import resolve
-from conformance.runner import run_fixtures
+from conformance.fixtures.loading import load_fixtures
+from conformance.fixtures.paths import FIXTURES_DIR
+from conformance.implementations.registry import resolve
+from conformance.judging.runner import run_fixtures
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 

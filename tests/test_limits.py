@@ -1,5 +1,5 @@
 """Capabilities for limits: what an implementation declares it cannot be asked is skipped
-with the reason, in ``run`` and in ``fuzz``, never failed (conformance/limits.py)."""
+with the reason, in ``run`` and in ``fuzz``, never failed (conformance/adapters/limits.py)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 import reference_impl
-from conformance.adapter import Description
-from conformance.fixtures import load_fixtures
-from conformance.in_process import FunctionAdapter, ReferenceAdapter, StepRefused
-from conformance.limits import LimitsError, check, fit
-from conformance.paths import FIXTURES_DIR
-from conformance.runner import run_fixture
-from conformance.stateful import fuzz_all
+from conformance.adapters.base import Description
+from conformance.adapters.in_process import FunctionAdapter, ReferenceAdapter, StepRefused
+from conformance.adapters.limits import LimitsError, check, fit
+from conformance.fixtures.loading import load_fixtures
+from conformance.fixtures.paths import FIXTURES_DIR
+from conformance.judging.runner import run_fixture
+from conformance.search.stateful import fuzz_all
 from reference_impl import Config, Generation
 
 

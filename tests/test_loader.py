@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from helpers import TINY_FIXTURE
 
-from conformance.fixtures import FixtureError, load_fixture_file, load_fixtures
+from conformance.fixtures.loading import FixtureError, load_fixture_file, load_fixtures
 
 GOOD = TINY_FIXTURE
 
@@ -136,9 +136,9 @@ def test_the_fast_schema_check_agrees_with_the_full_schema() -> None:
     random one-change mutants of every step found in them (each in a one-step fixture)."""
     import yaml
 
-    from conformance.fixtures import _fits_fast, fixture_files
-    from conformance.paths import FIXTURES_DIR
-    from conformance.schemas import validator
+    from conformance.fixtures.loading import _fits_fast, fixture_files
+    from conformance.fixtures.paths import FIXTURES_DIR
+    from conformance.fixtures.schemas import validator
 
     full = validator("fixture")
     rng = random.Random(9)

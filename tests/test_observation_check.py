@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.distribution import RandomChooser, draw_config, draw_steps
-from conformance.fixtures import load_fixtures
-from conformance.observation_check import SchemaNotCompilable, check_observation, compile_definition
-from conformance.paths import FIXTURES_DIR
-from conformance.schemas import first_error, validator
+from conformance.fixtures.loading import load_fixtures
+from conformance.fixtures.paths import FIXTURES_DIR
+from conformance.fixtures.schemas import first_error, validator
+from conformance.judging.observation_check import SchemaNotCompilable, check_observation, compile_definition
+from conformance.search.distribution import RandomChooser, draw_config, draw_steps
 from reference_impl import Generation, StepRejected, apply, initial_state, observe
 
 
@@ -195,8 +195,8 @@ def test_the_mutations_reach_both_verdicts() -> None:
 def test_garbage_at_step_two_is_caught_at_step_two() -> None:
     """The issue's case: a well-formed first observation, then garbage. Checked after every
     step through an adapter, the second observation is refused, naming the field."""
-    from conformance.adapter import Description
-    from conformance.in_process import FunctionAdapter
+    from conformance.adapters.base import Description
+    from conformance.adapters.in_process import FunctionAdapter
     from reference_impl import OBSERVATION_FIELDS, REPLICA_FIELDS, STEP_TYPES, config_from_dict, step_from_dict
 
     steps = 0

@@ -28,13 +28,13 @@ from conformance.corpus.format import dumps
 from conformance.corpus.generate import generate_trace
 from conformance.corpus.reading import plan_splits
 from conformance.corpus.replay import ReplayTask, import_roots, replay_split
-from conformance.explore import Exploration, edges, explore, replay
-from conformance.explore import _replay_one as explore_one
-from conformance.fixtures import load_fixture_file
-from conformance.registry import resolve
-from conformance.runner import run_fixture
-from conformance.stateful import Judge
-from conformance.walk import walk
+from conformance.fixtures.loading import load_fixture_file
+from conformance.implementations.registry import resolve
+from conformance.judging.runner import run_fixture
+from conformance.search.explore import Exploration, edges, explore, replay
+from conformance.search.explore import _replay_one as explore_one
+from conformance.search.stateful import Judge
+from conformance.search.walk import walk
 from reference_impl import Config, Generation, Step, step_from_dict
 
 IMPLS = (

@@ -76,7 +76,7 @@ def test_the_wheel_runs_every_bundled_fixture_on_one_reference(installed: Path, 
 
 
 def test_the_installed_copy_reads_its_own_data(installed: Path, tmp_path: Path) -> None:
-    code = "import conformance.paths as p; print(p.SCHEMA_DIR); print(p.FIXTURES_DIR)"
+    code = "import conformance.fixtures.paths as p; print(p.SCHEMA_DIR); print(p.FIXTURES_DIR)"
     out = subprocess.check_output([str(installed / "bin" / "python"), "-c", code], cwd=tmp_path, text=True)
     for line in out.split():
         assert Path(line).is_relative_to(installed) and Path(line).is_dir(), line

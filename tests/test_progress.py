@@ -1,4 +1,4 @@
-"""Progress, bounded (conformance/progress.py; spec/replication.md, "Progress"): the reference
+"""Progress, bounded (conformance/judging/progress.py; spec/replication.md, "Progress"): the reference
 reaches rest within the bound after any random run in every generation, a follower that
 never copies is caught, and what an implementation does not report is said to be unchecked."""
 
@@ -12,11 +12,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import reference_impl
-from conformance.adapter import Adapter, Description
-from conformance.distribution import WEIGHTS, DataChooser, RandomChooser, draw_config, draw_steps, swarm
-from conformance.in_process import FunctionAdapter, ReferenceAdapter, StepRefused
-from conformance.progress import PROPERTIES, FairSuffix, Outcome, describe, drive, goals, round_bound
-from conformance.shapes import early_answer, round_only
+from conformance.adapters.base import Adapter, Description
+from conformance.adapters.in_process import FunctionAdapter, ReferenceAdapter, StepRefused
+from conformance.implementations.shapes import early_answer, round_only
+from conformance.judging.progress import PROPERTIES, FairSuffix, Outcome, describe, drive, goals, round_bound
+from conformance.search.distribution import WEIGHTS, DataChooser, RandomChooser, draw_config, draw_steps, swarm
 from reference_impl import (
     OBSERVATION_FIELDS,
     REPLICA_FIELDS,

@@ -1,7 +1,7 @@
 """Property tests: the invariants over random runs of enabled steps.
 
 Under ``leader-epoch`` and ``diverging-epoch`` every invariant holds after every step of
-any run (drawn from the fuzzer's distribution, ``conformance/distribution.py``). Under
+any run (drawn from the fuzzer's distribution, ``conformance/search/distribution.py``). Under
 ``hw-truncation`` hypothesis finds, on its own, a run that breaks one: the KIP-101 stories
 are not special cases but what that generation allows.
 """
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from conformance.distribution import DataChooser, configs, draw_steps
+from conformance.search.distribution import DataChooser, configs, draw_steps
 from reference_impl import (
     Config,
     Generation,
@@ -32,7 +32,7 @@ from reference_impl.steps import Crash
 
 def random_run(data: st.DataObject, config: Config, max_steps: int) -> tuple[State, list[str]]:
     """Walk up to ``max_steps`` enabled steps drawn as ``kconform fuzz`` draws them (weighted
-    kinds, drawn parameters, combined steps: ``conformance.distribution``), through
+    kinds, drawn parameters, combined steps: ``conformance.search.distribution``), through
     hypothesis so a failure shrinks; return the violations seen."""
     chooser = DataChooser(data.draw)
     state = initial_state(config)

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 import kconform
-from conformance import pytest_plugin, stdio
-from conformance.paths import FIXTURES_DIR
+from conformance import pytest_plugin
+from conformance.adapters import stdio
+from conformance.fixtures.paths import FIXTURES_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "pytest-project"

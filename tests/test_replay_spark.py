@@ -84,7 +84,7 @@ def test_a_standalone_cluster_on_loopback_gives_the_local_results(spark: Any, co
     out = tmp_path / "cluster-out"
     with LocalCluster(cores=2, memory="1g", work_dir=tmp_path / "cluster") as cluster:
         done = subprocess.run(
-            [sys.executable, "-m", "conformance.cli", "replay", "--corpus", str(corpus), "--impl", IMPLS[0],
+            [sys.executable, "-m", "conformance.cli.main", "replay", "--corpus", str(corpus), "--impl", IMPLS[0],
              "--impl", IMPLS[1], "--master", cluster.url, "--out", str(out), "--split-traces", "15",
              "--format", "json", "--no-progress"],
             capture_output=True, text=True, timeout=300, cwd=Path(__file__).parent, check=False,

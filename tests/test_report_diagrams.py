@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from helpers import bundled_fixtures
 
-from conformance.diagrams.report import divergence_figure
-from conformance.fixtures import Fixture
+from conformance.fixtures.loading import Fixture
+from conformance.judging.step_states import reference_observation
 from conformance.reports import html, junit
-from conformance.results import Implementation, run_suite
-from conformance.step_states import reference_observation
+from conformance.reports.diagrams.report import divergence_figure
+from conformance.reports.results import Implementation, run_suite
 from conformance.zoo.truncation import HwTruncationOnRestartUnderEpochs
 from reference_impl import apply, observe
 

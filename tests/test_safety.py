@@ -13,13 +13,13 @@ import pytest
 from helpers import bundled_fixtures
 
 import reference_impl
-from conformance.adapter import Adapter, Description
-from conformance.distribution import RandomChooser, draw_config, draw_steps
-from conformance.fixtures import Fixture
-from conformance.in_process import FunctionAdapter, ReferenceAdapter, StepRefused
-from conformance.paths import SCHEMA_DIR
-from conformance.registry import resolve
-from conformance.safety import (
+from conformance.adapters.base import Adapter, Description
+from conformance.adapters.in_process import FunctionAdapter, ReferenceAdapter, StepRefused
+from conformance.adapters.wire import wire_step
+from conformance.fixtures.loading import Fixture
+from conformance.fixtures.paths import SCHEMA_DIR
+from conformance.implementations.registry import resolve
+from conformance.judging.safety import (
     KIP_101,
     PROPERTIES,
     Coverage,
@@ -28,7 +28,7 @@ from conformance.safety import (
     SafetyMonitor,
     certificate,
 )
-from conformance.wire import wire_step
+from conformance.search.distribution import RandomChooser, draw_config, draw_steps
 from reference_impl import Config, Generation, StepRejected, apply, initial_state, observe
 from reference_impl.steps import Crash, DeliverFetch, Elect, Fetch, Produce, Restart, Step
 
@@ -443,7 +443,7 @@ def test_a_record_below_the_leaders_log_start_is_deleted_not_lost() -> None:
     """A consumed record whose offset a later leader's log start has passed (retention) is
     no SAFE-ACKED finding; the same record missing above the log start is (corpus trace
     s1-489 of seed 1 was the false alarm)."""
-    from conformance.safety import SafetyMonitor
+    from conformance.judging.safety import SafetyMonitor
     from reference_impl import Config
 
     monitor = SafetyMonitor(Config(replicas=("A", "B")))

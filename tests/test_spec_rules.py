@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import bundled_fixtures
 
-from conformance.runner import reference_rules
+from conformance.judging.runner import reference_rules
 
 HOME = Path(__file__).resolve().parents[1]
 

@@ -7,13 +7,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from conformance.adapter import StepResult
-from conformance.fixtures import load_fixture_file
-from conformance.in_process import ReferenceAdapter
-from conformance.registry import resolve
-from conformance.runner import run_fixtures
-from conformance.settle import Frontier
-from conformance.stateful import fuzz, fuzz_all, witness_fixture
+from conformance.adapters.base import StepResult
+from conformance.adapters.in_process import ReferenceAdapter
+from conformance.fixtures.loading import load_fixture_file
+from conformance.implementations.registry import resolve
+from conformance.judging.runner import run_fixtures
+from conformance.judging.settle import Frontier
+from conformance.search.stateful import fuzz, fuzz_all, witness_fixture
 from conformance.zoo import ZOO
 from reference_impl import Generation, apply, initial_state, observe
 from reference_impl.steps import Elect

@@ -18,9 +18,9 @@ from corpus_helpers import cli, make_corpus, per_trace
 from conformance import sdk
 from conformance.corpus.format import CorpusLineError, parse_line
 from conformance.corpus.reading import count_lines, plan_splits, read_split
-from conformance.fixtures import load_fixtures
-from conformance.paths import FIXTURES_DIR
-from conformance.registry import UnknownImplementation, resolve
+from conformance.fixtures.loading import load_fixtures
+from conformance.fixtures.paths import FIXTURES_DIR
+from conformance.implementations.registry import UnknownImplementation, resolve
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +169,7 @@ import os
 import signal
 from pathlib import Path
 
-from conformance.bundled import BUNDLED
+from conformance.implementations.bundled import BUNDLED
 
 RESETS = [0]
 
@@ -192,7 +192,16 @@ def adapter():
 
 
 def _replay(tmp: Path, out: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "conformance.cli", "replay", "--corpus", "corpus", "--impl", "stopper:adapter"]
+    command = [
+        sys.executable,
+        "-m",
+        "conformance.cli.main",
+        "replay",
+        "--corpus",
+        "corpus",
+        "--impl",
+        "stopper:adapter",
+    ]
     command += ["--backend", "inline", "--split-traces", "10", "--out", out, "--no-progress", *extra]
     return subprocess.run(command, cwd=tmp, capture_output=True, text=True, timeout=120)
 
@@ -243,7 +252,7 @@ def test_resuming_with_another_corpus_is_refused(
 
 def test_an_interrupted_generate_keeps_whole_parts_and_no_temporary_files(tmp_path: Path) -> None:
     (tmp_path / "stopper.py").write_text(textwrap.dedent(STOPPER), encoding="utf-8")
-    command = [sys.executable, "-m", "conformance.cli", "generate", "--traces", "60", "--part-traces", "10"]
+    command = [sys.executable, "-m", "conformance.cli.main", "generate", "--traces", "60", "--part-traces", "10"]
     command += ["--record-from", "stopper:adapter", "--backend", "inline", "--out", "g", "--no-progress"]
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 130, done.stderr
@@ -276,8 +285,8 @@ def test_tables_fit_the_width_without_breaking_an_id_or_a_false() -> None:
 
 
 def test_explain_shows_a_crashed_replica_offline() -> None:
-    from conformance.explain import explain
-    from conformance.fixtures import load_fixtures
+    from conformance.fixtures.loading import load_fixtures
+    from conformance.reports.explain import explain
 
     fixtures, _ = load_fixtures(FIXTURES_DIR)
     crashed = next(f for f in fixtures if any(fs.do.get("kind") == "crash" for fs in f.steps))

@@ -1,5 +1,5 @@
 """A fixture text found to fit the schemas is not checked against them again
-(``conformance/validated.py``); anything else is, and its problems are reported in full."""
+(``conformance/fixtures/validated.py``); anything else is, and its problems are reported in full."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from helpers import TINY_FIXTURE
 
-from conformance import fixtures, validated
-from conformance.fixtures import FixtureError, load_fixture_file
+from conformance.fixtures import loading as fixtures
+from conformance.fixtures import validated
+from conformance.fixtures.loading import FixtureError, load_fixture_file
 
 GOOD = TINY_FIXTURE
 
@@ -114,9 +115,9 @@ def test_a_run_with_a_warm_cache_imports_neither_jsonschema_nor_the_corpus_comma
     """``kconform list`` (which loads every bundled fixture, as ``run`` does) a second time."""
     script = (
         "import sys\n"
-        "from conformance.cli import main\n"
+        "from conformance.cli.main import main\n"
         "code = main(['list'])\n"
-        "print(code, 'jsonschema' in sys.modules, 'conformance.corpus.cli' in sys.modules, file=sys.stderr)\n"
+        "print(code, 'jsonschema' in sys.modules, 'conformance.cli.corpus' in sys.modules, file=sys.stderr)\n"
     )
     env = {**os.environ, "KCONFORM_CACHE_DIR": str(tmp_path / "cache")}
     runs = [

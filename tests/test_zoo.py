@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from helpers import bundled_fixtures
 
-from conformance.sensitivity import Sensitivity, sensitivity
+from conformance.search.sensitivity import Sensitivity, sensitivity
 from conformance.zoo import ALIASES, MEMBERS, ZOO, get
 from reference_impl import Generation
 
@@ -71,7 +71,7 @@ def test_suite_strength_doc_states_the_tools_counts(verdicts: Sensitivity) -> No
 
 
 def test_a_member_is_an_implementation_by_name() -> None:
-    from conformance.registry import UnknownImplementation, resolve
+    from conformance.implementations.registry import UnknownImplementation, resolve
     from conformance.zoo import Mutant
 
     adapter = resolve("zoo:hw-without-max")
@@ -84,7 +84,7 @@ SEEDS = Path(__file__).resolve().parent.parent / "fixtures" / "seeds"
 
 
 def test_sensitivity_command_kills_survives_and_lists(capsys: pytest.CaptureFixture[str]) -> None:
-    from conformance.cli import main
+    from conformance.cli.main import main
 
     purgatory = str(SEEDS / "02-purgatory.yaml")
     assert main(["sensitivity", "--fixtures", purgatory, "--zoo", "no-purgatory", "--no-progress"]) == 0
@@ -107,7 +107,7 @@ def test_sensitivity_command_kills_survives_and_lists(capsys: pytest.CaptureFixt
 def test_sensitivity_json_names_the_killing_fixture_and_rules(capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
-    from conformance.cli import main
+    from conformance.cli.main import main
 
     fixture = str(SEEDS / "02-purgatory.yaml")
     assert main(["sensitivity", "--fixtures", fixture, "--zoo", "no-purgatory", "--format", "json"]) == 0
@@ -127,7 +127,7 @@ def test_no_member_is_equivalent_in_a_generation_it_claims(name: str, verdicts: 
     """A member says where it differs from the reference (``generations``): each claim
     holds, by a fixture case of that generation that fails it or, failing one, by fuzz
     in that generation (seeded, so the verdict is reproducible)."""
-    from conformance.sensitivity import fuzz_kills
+    from conformance.search.sensitivity import fuzz_kills
 
     [verdict] = [v for v in verdicts.verdicts if v.member.name == name]
     generation_of = {f.id: f.generation.value for f in bundled_fixtures()}

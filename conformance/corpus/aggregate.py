@@ -8,7 +8,7 @@ fired it); steps run; and the first N failures in corpus order (file, line), the
 N whatever the backend or partitioning.
 
 ``document`` turns the totals into a results document of the usual shape
-(``conformance/results.py``): ``results`` and ``fixtures`` hold the first failures,
+(``conformance/reports/results.py``): ``results`` and ``fixtures`` hold the first failures,
 and a ``corpus`` section holds the totals, which the report views use for the summary
 and rule tables.
 """
@@ -24,9 +24,9 @@ from typing import Any
 
 import reference_impl
 
-from ..levels import LEVELS
-from ..results import FORMAT_VERSION
-from ..safety import Coverage, certificate
+from ..judging.levels import LEVELS
+from ..judging.safety import Coverage, certificate
+from ..reports.results import FORMAT_VERSION
 
 FIRST_FAILURES = 100
 """Failures kept (with their trace ids) for the report; all are in the per-trace results."""

@@ -39,8 +39,8 @@ import reference_impl
 from reference_impl import ConfigError, InitialStateError, StepFormatError, config_from_dict, step_from_dict
 from reference_impl.given import normalise
 
-from ..fixtures import Fixture, FixtureStep
-from ..runner import RuleTrace
+from ..fixtures.loading import Fixture, FixtureStep
+from ..judging.runner import RuleTrace
 
 FORMAT = 1
 """The corpus line format this kconform writes and reads (the ``corpus`` field)."""

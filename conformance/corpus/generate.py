@@ -47,8 +47,8 @@ from reference_impl.steps import (
     Tick,
 )
 
-from ..adapter import Adapter, AdapterError
-from ..distribution import TIMER_RANGES, RandomChooser, draw_initial, tick_lengths, timer
+from ..adapters.base import Adapter, AdapterError
+from ..search.distribution import TIMER_RANGES, RandomChooser, draw_initial, tick_lengths, timer
 from .format import FORMAT, diff_observations
 
 GENERATOR = "kconform generate"
@@ -421,7 +421,7 @@ def reference_revision() -> str:
     import hashlib
     from pathlib import Path
 
-    from ..paths import SCHEMA_DIR
+    from ..fixtures.paths import SCHEMA_DIR
 
     digest = hashlib.sha256()
     sources = sorted(Path(reference_impl.__file__).parent.glob("*.py"))
@@ -534,7 +534,7 @@ def write_part(task: PartTask) -> list[dict[str, Any]]:
             sys.path.append(p)
     recorder = None
     if task.record_from is not None:
-        from ..registry import resolve
+        from ..implementations.registry import resolve
 
         adapter = resolve(task.record_from, timeout_s=task.timeout_s, start_timeout_s=task.start_timeout_s)
         recorder = Recorder(task.record_from, adapter)

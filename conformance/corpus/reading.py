@@ -3,7 +3,7 @@
 A corpus is any mix of ``.jsonl`` files (cut at line boundaries into byte ranges),
 ``.jsonl.gz`` part files (read whole; gzip cannot seek), YAML fixture files (the
 bundled ``fixtures/`` replays as a corpus) and ITF traces (``.itf.json``, one trace a
-file: ``conformance/itf.py``). A folder is searched recursively. A split
+file: ``conformance/corpus/itf.py``). A folder is searched recursively. A split
 knows its file, byte range, first line number and line count, so every problem is
 reported as ``file:line`` and progress knows the total before anything runs. Files are
 read by the workers themselves, never shipped through the driver; on a cluster the paths
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..fixtures import FixtureError, Problem, load_fixture_file
+from ..fixtures.loading import FixtureError, Problem, load_fixture_file
 from .format import CorpusLineError, Trace, parse_line, record_to_trace
 
 MANIFEST = "corpus-manifest.json"
@@ -247,7 +247,7 @@ def _lines(split: Split) -> Iterator[tuple[int, bytes]]:
 
 
 def read_itf_trace(path: str) -> Item:
-    from ..itf import ItfError, read_itf
+    from .itf import ItfError, read_itf
 
     try:
         record = read_itf(Path(path))

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..adapter import Adapter, AdapterError, Description
-from ..expectations import Expectations
-from ..registry import resolve
-from ..results import apply_expectation, fixture_record
-from ..runner import FixtureResult, RuleTrace, reference_rules, reference_trace, run_fixture
-from ..stdio import DEFAULT_START_TIMEOUT_S
+from ..adapters.base import Adapter, AdapterError, Description
+from ..adapters.stdio import DEFAULT_START_TIMEOUT_S
+from ..implementations.registry import resolve
+from ..judging.expectations import Expectations
+from ..judging.runner import FixtureResult, RuleTrace, reference_rules, reference_trace, run_fixture
+from ..reports.results import apply_expectation, fixture_record
 from .aggregate import Aggregate
 from .format import CorpusLineError, Trace
 from .reading import Split, read_split

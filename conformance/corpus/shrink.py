@@ -20,11 +20,11 @@ import yaml
 
 from reference_impl import Config, StepRejected, apply, initial_state, observe, step_from_dict
 
-from ..adapter import Adapter, Description
-from ..expectations import Expectations
-from ..fixtures import Fixture, FixtureStep, load_fixture_file
-from ..registry import resolve
-from ..runner import run_fixture
+from ..adapters.base import Adapter, Description
+from ..fixtures.loading import Fixture, FixtureStep, load_fixture_file
+from ..implementations.registry import resolve
+from ..judging.expectations import Expectations
+from ..judging.runner import run_fixture
 from .aggregate import Aggregate
 from .format import Trace, parse_line
 

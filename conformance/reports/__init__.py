@@ -1,4 +1,4 @@
-"""Report formats, all rendered from one results document (``conformance/results.py``).
+"""Report formats, all rendered from one results document (``conformance/reports/results.py``).
 
 Each format's module is imported when that format is first rendered: the terminal
 report (what ``kconform run`` prints) needs neither the HTML page nor its diagrams.

@@ -10,9 +10,9 @@ from typing import Any
 
 from tabulate import tabulate
 
-from ..diagrams.report import CSS as DIAGRAM_CSS
-from ..diagrams.report import divergence_figure
 from . import views
+from .diagrams.report import CSS as DIAGRAM_CSS
+from .diagrams.report import divergence_figure
 
 CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 75em; color: #1d1d1f; }

@@ -20,7 +20,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from ..levels import level_met
+from ..judging.levels import level_met
 
 STATUS_MARK = {"PASS": "pass", "FAIL": "FAIL", "ERROR": "ERROR", "SKIP": "skip", "XFAIL": "xfail", "XPASS": "XPASS"}
 

@@ -28,8 +28,8 @@ import reference_impl
 from reference_impl import State, Step, step_to_dict
 from reference_impl.draft import Draft
 
-from ..adapter import StepResult
-from ..in_process import ALL_GENERATIONS, ReferenceAdapter
+from ..adapters.base import StepResult
+from ..adapters.in_process import ALL_GENERATIONS, ReferenceAdapter
 
 Patch = tuple[Any, Any, Any]
 """``(owner, attribute, replacement)``: ``owner.attribute`` (or ``owner[key]`` for a dict) is

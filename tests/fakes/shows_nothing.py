@@ -13,8 +13,8 @@ import dataclasses
 from typing import Any
 
 import reference_impl
-from conformance.adapter import Description
-from conformance.in_process import FunctionAdapter, ReferenceAdapter, StepRefused
+from conformance.adapters.base import Description
+from conformance.adapters.in_process import FunctionAdapter, ReferenceAdapter, StepRefused
 
 
 def _base(name: str, **changes: Any) -> Description:

@@ -1,0 +1,315 @@
+"""The stdio adapter: drive any program that speaks spec/adapter-protocol.md.
+
+One JSON line each way per request, a timeout on every reply, stderr captured, and a
+fresh process after any failure. Every failure becomes an ``AdapterError`` whose detail
+holds what a user needs to fix the adapter: the last request and reply and the tail of
+stderr.
+
+Protocol 4's ``observation_deltas`` option is offered in every ``hello`` (unless
+``deltas=False``): an adapter that opts in answers steps with only what changed, and this
+adapter rebuilds the whole observation (``deltas.apply_delta``) before the runner sees it,
+so nothing downstream knows the difference.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shlex
+import subprocess
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from .base import ACCEPTED_PROTOCOLS, PROTOCOL_VERSION, Adapter, AdapterError, Description, StepResult
+from .deltas import DeltaError, apply_delta
+
+DEFAULT_TIMEOUT_S = 10.0
+DEFAULT_START_TIMEOUT_S = 60.0
+"""How long a new process may take to answer ``hello``: starting a runtime (a JVM, an
+interpreter importing its packages, on a loaded machine) can take far longer than a step."""
+_encode = json.JSONEncoder(separators=(",", ":")).encode
+"""One compact encoder for every request (``json.dumps`` with separators builds one per call)."""
+EXIT_GRACE_S = 5.0
+"""How long a process that closed its output may take to exit before it is reported as
+still running (and killed). Its exit code and the end of its stderr are read only
+after it has exited, so a report never misses them."""
+
+
+class StdioAdapter(Adapter):
+    """An implementation running as a child process (``exec:COMMAND``)."""
+
+    def __init__(
+        self,
+        command: str | list[str],
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        cwd: str | None = None,
+        start_timeout_s: float = DEFAULT_START_TIMEOUT_S,
+        deltas: bool = True,
+    ) -> None:
+        self.argv = shlex.split(command) if isinstance(command, str) else list(command)
+        if not self.argv:
+            raise ValueError("empty command")
+        self.timeout_s = timeout_s
+        self.start_timeout_s = start_timeout_s
+        self.cwd = cwd
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._pending = bytearray()
+        """Output read past the last whole line (a reply arrives in one or more reads)."""
+        self._stderr: deque[str] = deque(maxlen=40)
+        self._stderr_pump: threading.Thread | None = None
+        self._seq = 0
+        self._last_request = ""
+        self._last_reply = ""
+        self._description: Description | None = None
+        self.offer_deltas = deltas
+        """Offer the ``observation_deltas`` option in ``hello`` (protocol 4)."""
+        self.deltas = False
+        """The running process opted in: its step replies may carry ``observation_delta``."""
+        self._last_observation: dict[str, Any] | None = None
+        """The run's last whole observation, what the next delta applies to (None after reset)."""
+
+    # --- process management -------------------------------------------------------
+
+    def _start(self) -> None:
+        try:
+            self._proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                bufsize=0,
+                cwd=self.cwd,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        except OSError as exc:
+            raise AdapterError(f"cannot run {shlex.join(self.argv)}: {exc.strerror or exc}") from None
+        self._pending = bytearray()
+        self._stderr.clear()
+        self._seq = 0
+        proc = self._proc
+        self._stderr_pump = threading.Thread(target=self._pump_stderr, args=(proc, self._stderr), daemon=True)
+        self._stderr_pump.start()
+
+    @staticmethod
+    def _pump_stderr(proc: subprocess.Popen[bytes], tail: deque[str]) -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            tail.append(line.decode("utf-8", "replace").rstrip("\n"))
+
+    def _read_line(self, timeout_s: float) -> bytes | None:
+        """The next line of the process's output (without its newline); None at its end.
+
+        Read in this thread with ``select`` (no reader thread to hand lines over: a step is
+        one wake-up of each process, which is most of a stdio step's cost). Raises
+        ``TimeoutError`` when no whole line arrives within ``timeout_s``."""
+        assert self._proc is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        deadline = time.monotonic() + timeout_s
+        pending = self._pending
+        scanned = 0  # a long reply arrives in many reads: look for the newline in new bytes only
+        while True:
+            end = pending.find(b"\n", scanned)
+            if end >= 0:
+                line = bytes(pending[:end])
+                del pending[: end + 1]
+                return line
+            scanned = len(pending)
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return None
+            pending += chunk
+
+    def _kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            proc.kill()
+            proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+
+    def _detail(self) -> str:
+        parts = [f"command: {shlex.join(self.argv)}"]
+        if self._last_request:
+            parts.append(f"last request: {self._last_request}")
+        if self._last_reply:
+            parts.append(f"last reply: {self._last_reply}")
+        if self._stderr:
+            parts.append("stderr (tail):\n" + "\n".join(self._stderr))
+        return "\n".join(parts)
+
+    def _await_exit(self) -> int | None:
+        """The exit code of a process that stopped talking (it closed stdout or stdin),
+        waiting up to ``EXIT_GRACE_S`` for it to exit and for its stderr to drain;
+        None if it is still running."""
+        proc = self._proc
+        if proc is None:
+            return None
+        try:
+            code = proc.wait(timeout=EXIT_GRACE_S)
+        except subprocess.TimeoutExpired:
+            return None
+        if self._stderr_pump is not None:
+            self._stderr_pump.join(timeout=EXIT_GRACE_S)
+        return code
+
+    def _fail(self, message: str, code: int | None = None) -> AdapterError:
+        if code is None and self._proc is not None:
+            code = self._proc.poll()
+        if code is not None:
+            message += f" (process exited with code {code})"
+        error = AdapterError(message, self._detail())
+        self._kill()
+        return error
+
+    def _gone(self, while_doing: str) -> AdapterError:
+        """The process stopped talking: say whether it exited (and how) or is still running."""
+        code = self._await_exit()
+        if code is None:
+            return self._fail(f"{while_doing}; it was still running {EXIT_GRACE_S:g} s later and was killed")
+        return self._fail(while_doing, code)
+
+    # --- one exchange ---------------------------------------------------------------
+
+    def _request(self, message: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+        timeout_s = self.timeout_s if timeout_s is None else timeout_s
+        if self._proc is None:
+            self._start()
+            self._hello()
+        assert self._proc is not None and self._proc.stdin is not None
+        self._seq += 1
+        message = {**message, "seq": self._seq}
+        line = _encode(message)
+        self._last_request, self._last_reply = line, ""
+        try:
+            data = (line + "\n").encode()
+            fd = self._proc.stdin.fileno()
+            while data:
+                data = data[os.write(fd, data) :]
+        except OSError:
+            raise self._gone(f"the process stopped reading its input before the {message['cmd']} request") from None
+        try:
+            raw = self._read_line(timeout_s)
+        except TimeoutError:
+            raise self._fail(f"no reply within {timeout_s:g} s") from None
+        if raw is None:
+            raise self._gone("the process ended without replying")
+        text = raw.decode("utf-8", "replace").rstrip("\r")
+        self._last_reply = text[:2000]
+        try:
+            reply = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise self._fail(f"reply is not JSON ({exc.msg})") from None
+        if not isinstance(reply, dict):
+            raise self._fail("reply is not a JSON object")
+        if reply.get("seq") != self._seq:
+            raise self._fail(f"reply has seq {reply.get('seq')!r}, expected {self._seq}")
+        if not isinstance(reply.get("ok"), bool):
+            raise self._fail("reply has no boolean 'ok'")
+        if not reply["ok"]:
+            error = reply.get("error")
+            raise self._fail(f"{message['cmd']} failed: {error if isinstance(error, str) else 'no error message'}")
+        return reply
+
+    def _hello(self) -> None:
+        options = ["observation_deltas"] if self.offer_deltas else []
+        reply = self._request({"cmd": "hello", "protocol": PROTOCOL_VERSION, "options": options}, self.start_timeout_s)
+        if reply.get("protocol") not in ACCEPTED_PROTOCOLS:
+            accepted = " or ".join(map(str, ACCEPTED_PROTOCOLS))
+            raise self._fail(f"speaks protocol {reply.get('protocol')!r}, kconform speaks {accepted}")
+        impl = reply.get("implementation")
+        try:
+            if not isinstance(impl, dict):
+                raise TypeError("no implementation object")
+            self._description = Description.from_dict(impl)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise self._fail(f"hello reply has no valid 'implementation' ({exc})") from None
+        opted = (impl.get("capabilities") or {}).get("observation_deltas") is True
+        if opted and not self.offer_deltas:
+            raise self._fail("hello reply declares observation_deltas, which kconform did not offer in its hello")
+        self.deltas = opted  # declaring the option (offered above) is the opt-in, whatever version it answered
+        self._last_observation = None
+
+    # --- Adapter ------------------------------------------------------------------------
+
+    def describe(self) -> Description:
+        if self._description is None:
+            self._start()
+            self._hello()
+        assert self._description is not None
+        return self._description
+
+    def reset(self, config: dict[str, Any], initial: dict[str, Any] | None = None) -> None:
+        self._last_observation = None  # a run's first observation is always whole
+        self._request({"cmd": "reset", "config": config, **({"initial": initial} if initial is not None else {})})
+
+    def step(self, step: dict[str, Any]) -> StepResult:
+        reply = self._request({"cmd": "step", "step": step})
+        rejected = reply.get("rejected")
+        if rejected is not None:
+            if not isinstance(rejected, dict) or not isinstance(rejected.get("reason"), str):
+                raise self._fail("'rejected' must be an object with a 'reason' string")
+            rule = rejected.get("rule")
+            return StepResult(rejected=rejected["reason"], rule=rule if isinstance(rule, str) else None)
+        observation = reply.get("observation")
+        delta = reply.get("observation_delta")
+        if delta is not None:
+            observation = self._rebuild(delta, observation)
+        elif not isinstance(observation, dict):
+            raise self._fail("step reply has neither an 'observation' object nor 'rejected'")
+        self._last_observation = observation
+        fired = reply.get("fired") or ()
+        return StepResult(observation=observation, fired=tuple(str(r) for r in fired))
+
+    def _rebuild(self, delta: Any, whole: Any) -> dict[str, Any]:
+        """The whole observation an ``observation_delta`` reply describes."""
+        if not self.deltas:
+            raise self._fail(
+                "step reply carries observation_delta, but the adapter did not opt into observation_deltas"
+            )
+        if whole is not None:
+            raise self._fail("step reply carries both 'observation' and 'observation_delta'")
+        if self._last_observation is None:
+            raise self._fail(
+                "step reply carries observation_delta, but the first observation after reset must be whole "
+                "('observation')"
+            )
+        try:
+            return apply_delta(self._last_observation, delta)
+        except DeltaError as exc:
+            raise self._fail(f"observation_delta does not apply to the previous observation: {exc}") from None
+
+    def restart(self) -> None:
+        self._kill()
+        self._start()
+        self._hello()
+
+    def close(self) -> None:
+        if self._proc is None:
+            return
+        try:
+            self._request({"cmd": "close"})
+        except AdapterError:
+            return
+        proc = self._proc
+        if proc is not None:
+            try:
+                if proc.stdin is not None:
+                    proc.stdin.close()
+                proc.wait(timeout=3)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self._kill()

@@ -1,0 +1,1 @@
+"""The ``kconform`` command: ``main`` builds the parser; one module per command group."""

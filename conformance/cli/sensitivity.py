@@ -1,0 +1,177 @@
+"""``kconform sensitivity``: the suite against every zoo member (``sensitivity.py``).
+
+Kept out of ``cli.py`` but wired into it with a few lines; the zoo and the runner are
+imported only when the command runs, so ``kconform --help`` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--zoo",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="only this zoo member (repeatable; default: every member, see --list)",
+    )
+    p.add_argument("--list", action="store_true", help="list the zoo members and exit")
+    p.add_argument(
+        "--level",
+        choices=["exact", "settled", "safety"],
+        default="exact",
+        help="how each fixture is judged (docs/levels.md): settled or safety show which members a judge at "
+        "that level no longer sees (default: exact)",
+    )
+    p.add_argument(
+        "--fuzz-budget",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also fuzz every member no fixture kills: N random runs per generation, seeded "
+        "(kconform fuzz's default is 100; default: no fuzzing)",
+    )
+    p.add_argument(
+        "--explore-depth",
+        type=int,
+        default=0,
+        metavar="D",
+        help="also replay every path of bounded exhaustive searches to depth D (each generation: 2 replicas "
+        "with one record and with two; 3 replicas, min.insync 2 and short timers one level less) on every "
+        "member not yet killed (default: no exploration)",
+    )
+    p.add_argument(
+        "--knockout",
+        action="store_true",
+        help="instead of the zoo, knock out every numbered rule of the spec in turn (mutants built from the "
+        "reference's code, search/knockout.py) and show which fixture cases kill each (docs/suite-strength.md)",
+    )
+    p.add_argument(
+        "--rule",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="with --knockout: only this rule (repeatable; default: every rule of spec/replication.md)",
+    )
+    p.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="with --knockout: also write the rule x fixture matrix as one HTML page to FILE",
+    )
+    p.add_argument("--format", choices=["terminal", "json"], default="terminal", help="(default: terminal)")
+    p.add_argument("--no-progress", action="store_true", help="no progress line on the terminal")
+    p.set_defaults(func=cmd_sensitivity)
+
+
+def cmd_sensitivity(args: argparse.Namespace) -> int:
+    from ..search.sensitivity import Verdict, render, sensitivity
+    from ..zoo import MEMBERS, UnknownMember, get
+    from .main import _emit, _fail, _select, _table
+
+    if args.knockout:
+        return cmd_knockout(args)
+    if args.rule or args.html:
+        _fail("--rule and --html go with --knockout")
+    if args.list:
+        rows = [[m.number, m.name, ", ".join(m.rules), _generations(m.generations), m.source] for m in MEMBERS]
+        _emit(_table(rows, ["#", "member", "breaks", "differs in", "models"], maxcolwidths=[None, None, 30, 12, 60]))
+        _emit(f"\n\n{len(MEMBERS)} members; use one as an implementation with --impl zoo:NAME\n")
+        return 0
+    try:
+        members = [get(name) for name in args.zoo] if args.zoo else list(MEMBERS)
+    except UnknownMember as exc:
+        _fail(str(exc))
+    from reference_impl import Generation
+
+    from ..fixtures.loading import fixture_files
+
+    searching = args.fuzz_budget > 0 or args.explore_depth > 0
+    # an empty folder measures fuzz and explore alone
+    fixtures = [] if searching and args.fixtures and not fixture_files(args.fixtures) else _select(args)
+    generations = [Generation(g) for g in args.generation] or list(Generation)
+    from ..corpus.progress import Progress
+
+    show = not args.no_progress and args.format == "terminal" and sys.stderr.isatty()
+    meter = Progress(len(members), "members", sys.stderr, enabled=show)  # rate and ETA
+    done = [0]
+
+    def progress(verdict: Verdict) -> None:
+        done[0] += 1
+        meter.what = f"members, last {verdict.member.name}"
+        meter.update(done[0])
+
+    result = sensitivity(
+        members, fixtures, progress, args.level, args.fuzz_budget, args.explore_depth, generations=generations
+    )
+    meter.close()
+    if args.format == "json":
+        _emit(json.dumps(result.to_dict(), indent=1) + "\n")
+    else:
+        _emit(render(result, lambda rows, headers: _table(rows, headers, maxcolwidths=_widths(headers))))
+    return 0 if result.ok else 1
+
+
+def cmd_knockout(args: argparse.Namespace) -> int:
+    """``kconform sensitivity --knockout``: every rule's knockouts against the suite."""
+    from reference_impl import Generation
+
+    from ..fixtures.loading import fixture_files
+    from ..reports.knockout import matrix_html, terminal
+    from ..search.knockout import spec_rules
+    from ..search.knockout_sweep import sweep
+    from .main import _emit, _fail, _select, _table
+
+    if args.zoo or args.list:
+        _fail("--knockout runs the rules' knockouts, not the zoo: leave out --zoo and --list")
+    known = spec_rules()
+    unknown = [r for r in args.rule if r not in known]
+    if unknown:
+        _fail(f"no rule {', '.join(unknown)} in spec/replication.md (rules: {', '.join(known)})")
+    searching = args.fuzz_budget > 0 or args.explore_depth > 0
+    fixtures = [] if searching and args.fixtures and not fixture_files(args.fixtures) else _select(args)
+    generations = [Generation(g) for g in args.generation] or list(Generation)
+    show = not args.no_progress and args.format == "terminal" and sys.stderr.isatty()
+
+    def progress(done: int, total: int, knockout: Any) -> None:
+        if show:
+            sys.stderr.write(f"\r[{done}/{total}] {knockout.id}"[:79].ljust(79))
+            sys.stderr.flush()
+
+    result = sweep(
+        fixtures,
+        args.rule or None,
+        progress,
+        args.level,
+        args.fuzz_budget,
+        args.explore_depth,
+        generations=generations,
+    )
+    if show:
+        sys.stderr.write("\r" + " " * 79 + "\r")
+    if args.html:
+        args.html.parent.mkdir(parents=True, exist_ok=True)
+        args.html.write_text(matrix_html(result), encoding="utf-8")
+    if args.format == "json":
+        _emit(json.dumps(result.to_dict(), indent=1) + "\n")
+    else:
+        widths = [None, None, None, None, None, 50]
+        _emit(terminal(result, lambda rows, headers: _table(rows, headers, maxcolwidths=widths)))
+        if args.html:
+            _emit(f"matrix: {args.html}\n")
+    return 0 if result.ok else 1
+
+
+def _generations(generations: tuple[str, ...]) -> str:
+    short = {"hw-truncation": "HT", "leader-epoch": "LE", "diverging-epoch": "DE"}
+    return "/".join(short.get(g, g) for g in generations)
+
+
+def _widths(headers: list[str]) -> list[Any]:
+    return [None, None, None, 45, 30, 45][: len(headers)]
