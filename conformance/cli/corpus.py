@@ -55,6 +55,7 @@ from ..implementations.registry import UnknownImplementation, resolve
 from ..judging.expectations import load_expectations
 from ..judging.levels import LEVELS
 from ..reports.results import write_document
+from .common import Formatter, add_report_options, add_timeouts, terminal_options
 
 EPILOG = """\
 exit codes:
@@ -101,15 +102,13 @@ def _backend_options(p: argparse.ArgumentParser, default_backend: str) -> None:
 
 def add_commands(sub: Any) -> None:
     """Register ``generate`` and ``replay`` on the ``kconform`` sub-command parser."""
-    from .main import _add_report_options, _Formatter, add_timeouts
-
     gen = sub.add_parser(
         "generate",
         help="write a corpus of seeded random traces (JSON Lines, gzipped parts)",
         description="Seeded random walks over the reference's enabled steps, every expected observation recorded; "
         "trace N of a seed is the same however the corpus is made.",
         epilog=EPILOG,
-        formatter_class=_Formatter,
+        formatter_class=Formatter,
     )
     gen.add_argument("--traces", type=int, required=True, help="how many traces")
     gen.add_argument("--seed", type=int, default=1, help="the corpus seed (default: 1)")
@@ -142,7 +141,7 @@ def add_commands(sub: Any) -> None:
         description="Replay every trace of a corpus on each implementation: one result per trace and "
         "implementation (OUT/traces/part-*.jsonl), the results document (OUT/results.json) and the report.",
         epilog=EPILOG,
-        formatter_class=_Formatter,
+        formatter_class=Formatter,
     )
     rep.add_argument(
         "--corpus",
@@ -187,7 +186,7 @@ def add_commands(sub: Any) -> None:
         help="end each trace with a fair suffix and check the PROGRESS-* properties (spec: Progress)",
     )
     rep.add_argument("--format", choices=reports.FORMATS, default="terminal", help="what to print (default: terminal)")
-    _add_report_options(rep)
+    add_report_options(rep)
     add_timeouts(rep)
     rep.add_argument(
         "--split-traces", type=int, default=SPLIT_LINES, help=f"traces per task at most (default: {SPLIT_LINES})"
@@ -566,9 +565,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         )
     elif resume_path.exists():
         resume_path.unlink()
-    from .main import _terminal_options
-
-    sys.stdout.write(reports.render(doc, args.format, **_terminal_options(args)))
+    sys.stdout.write(reports.render(doc, args.format, **terminal_options(args)))
     steps = sum(agg.steps.values())
     counts = outcome_totals(agg)
     lines = count_lines(splits)

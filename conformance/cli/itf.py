@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .common import Formatter
+
 EPILOG = """\
 exit codes:
   0  done (check: every file is a valid ITF trace kconform can replay)
@@ -35,20 +37,18 @@ class ItfCommandError(Exception):
 
 def add_command(sub: Any) -> None:
     """Register ``itf`` and its three sub-commands."""
-    from .main import _Formatter
-
     itf = sub.add_parser(
         "itf",
         help="export traces as ITF (Apalache/Quint trace format) files, import ITF traces as a corpus",
         description="ITF, the Informal Trace Format of Apalache and Quint (ADR-015): kconform's state mapped to "
         "ITF variables as docs/itf.md describes.",
         epilog=EPILOG,
-        formatter_class=_Formatter,
+        formatter_class=Formatter,
     )
     verbs = itf.add_subparsers(
         dest="itf_command", metavar="{export,import,check}", required=True, help="what to do (each has --help)"
     )
-    common = {"epilog": EPILOG, "formatter_class": _Formatter}
+    common = {"epilog": EPILOG, "formatter_class": Formatter}
     exp = verbs.add_parser("export", help="one .itf.json file per trace of fixture, witness or corpus files", **common)
     exp.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="fixture file or folder, corpus file")
     exp.add_argument("--out", type=Path, required=True, help="folder for the .itf.json files")
@@ -98,7 +98,8 @@ def _itf_files(paths: list[Path]) -> list[Path]:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """Write one ITF file per trace."""
-    from ..corpus.itf import dumps, file_name, fixture_to_itf, iter_fixtures
+    from ..corpus.itf import dumps, file_name, fixture_to_itf
+    from ..corpus.reading import iter_fixtures
 
     wanted = set(args.id)
     out: Path = args.out

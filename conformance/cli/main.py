@@ -11,135 +11,45 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fnmatch
 import json
-import os
 import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from reference_impl.config import Generation
 
 from ..adapters.base import AdapterError
-from ..adapters.stdio import DEFAULT_START_TIMEOUT_S, DEFAULT_TIMEOUT_S
 from ..corpus.progress import Progress as RateProgress
 from ..fixtures.paths import FIXTURES_DIR
 from ..implementations.bundled import DEFAULT_SUITE
 from ..judging.levels import LEVELS
+from .common import (
+    DEFAULT_RESULTS,
+    FORMATS,
+    GENERATIONS,
+    Formatter,
+    UsageError,
+    add_report_options,
+    add_selection,
+    add_timeouts,
+    emit,
+    fail,
+    load_fixtures_under,
+    plural,
+    select,
+    table,
+    terminal_options,
+)
 
 if TYPE_CHECKING:
     from ..fixtures.loading import Fixture
     from ..judging.expectations import Expectations
     from ..judging.runner import FixtureResult
 
-DEFAULT_RESULTS = Path("out/kconform-results.json")
-FORMATS = ("terminal", "markdown", "html", "json", "junit")
-GENERATIONS = tuple(g.value for g in Generation)
-
-
-class UsageError(Exception):
-    """Bad input: reported on stderr, exit code 2."""
-
-
-def _fail(message: str) -> NoReturn:
-    raise UsageError(message)
-
-
-def _emit(text: str) -> None:
-    """Write to stdout; a reader that went away (``| head``) ends the output quietly,
-    and the command still finishes (a run's results file and exit code stand)."""
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-
-
-def _table(rows: list[list[Any]], headers: list[str], **options: Any) -> str:
-    """A plain table, fitted to the terminal's width (no id broken: ``reports/fit.py``);
-    ``maxcolwidths`` caps columns, wrapping at spaces only."""
-    from ..reports.fit import fit, terminal_width
-
-    caps = options.pop("maxcolwidths", None)
-    return fit(rows, headers, "simple", caps=caps, width=terminal_width(), **options)
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
-
-def _color_enabled(choice: str, stream: TextIO) -> bool:
-    """``auto``: colour on a terminal unless NO_COLOR is set (no-color.org)."""
-    if choice == "always":
-        return True
-    if choice == "never":
-        return False
-    return stream.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
-
 
 # --- selection ---------------------------------------------------------------------
-
-
-def _add_selection(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--fixtures",
-        action="append",
-        type=Path,
-        metavar="PATH",
-        help="fixture file or folder (repeatable; default: the bundled fixtures/)",
-    )
-    p.add_argument(
-        "--tag", action="append", default=[], help="only fixtures with this tag (repeatable: any of them; default: all)"
-    )
-    p.add_argument(
-        "--generation",
-        action="append",
-        default=[],
-        choices=GENERATIONS,
-        help="only fixtures run under this generation (repeatable; default: all)",
-    )
-    p.add_argument(
-        "--id",
-        action="append",
-        default=[],
-        metavar="GLOB",
-        help="only fixture ids matching, e.g. 'seed-03*' or 'kip-320-fencing/*' (repeatable; default: all)",
-    )
-
-
-def _load(paths: list[Path] | None) -> list[Fixture]:
-    """Every fixture under ``paths``; exit 2 on any problem or when there is none."""
-    from ..fixtures.loading import fixture_files, load_fixtures
-
-    paths = paths or [FIXTURES_DIR]
-    fixtures, problems = load_fixtures(paths)
-    if problems:
-        _fail("invalid fixtures:\n" + "\n".join(str(p) for p in problems))
-    if not fixtures:
-        where = ", ".join(str(p) for p in paths)
-        found = fixture_files(paths)
-        _fail(f"no fixture files (*.yaml, *.yml) under {where}" if not found else f"no fixtures in {where}")
-    return fixtures
-
-
-def _select(args: argparse.Namespace) -> list[Fixture]:
-    fixtures = _load(args.fixtures)
-    out = []
-    for f in fixtures:
-        if args.tag and not set(args.tag) & set(f.tags):
-            continue
-        if args.generation and f.generation.value not in args.generation:
-            continue
-        if args.id and not any(fnmatch.fnmatchcase(f.id, g) or fnmatch.fnmatchcase(f.base_id, g) for g in args.id):
-            continue
-        out.append(f)
-    if not out:
-        _fail("no fixture matches the selection (see `kconform list`)")
-    return out
 
 
 # --- progress ------------------------------------------------------------------------
@@ -176,11 +86,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..judging.expectations import load_expectations
     from ..reports.results import Implementation, ImplementationCannotStart, run_suite, unexpected_count, write_document
 
-    fixtures = _select(args)
+    fixtures = select(args)
     specs = args.impl or list(DEFAULT_SUITE)
     expectations, problems = load_expectations(args.expectations or [])
     if problems:
-        _fail("invalid expectations:\n" + "\n".join(str(p) for p in problems))
+        fail("invalid expectations:\n" + "\n".join(str(p) for p in problems))
     implementations = []
     for spec in specs:
         try:
@@ -188,7 +98,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 Implementation(spec, resolve(spec, timeout_s=args.timeout, start_timeout_s=args.start_timeout))
             )
         except UnknownImplementation as exc:
-            _fail(str(exc))
+            fail(str(exc))
     progress = Progress(len(fixtures) * len(implementations), sys.stderr, not args.no_progress)
     selection = {"tags": args.tag, "generations": args.generation, "ids": args.id, "implementations": specs}
     try:
@@ -198,12 +108,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     except ImplementationCannotStart as exc:
         detail = "\n".join("  " + line for line in exc.detail.splitlines())
-        _fail(f"{exc}" + (f"\n{detail}" if detail else "") + "\nnothing was run (see docs/adapters.md, 'Handshake')")
+        fail(f"{exc}" + (f"\n{detail}" if detail else "") + "\nnothing was run (see docs/adapters.md, 'Handshake')")
     finally:
         progress.close()
     write_document(document, args.results)
     _warn_unused_expectations(expectations, document)
-    _emit(reports.render(document, args.format, **_terminal_options(args)))
+    emit(reports.render(document, args.format, **terminal_options(args)))
     print(f"\nresults: {args.results}", file=sys.stderr)
     unestablished = _not_established(document)
     for line in unestablished:
@@ -225,17 +135,6 @@ def _not_established(document: dict[str, Any]) -> list[str]:
     return out
 
 
-def _terminal_options(args: argparse.Namespace) -> dict[str, Any]:
-    if args.format != "terminal":
-        return {}
-    return {
-        "rules": args.rules,
-        "matrix": args.matrix,
-        "all_failures": args.all_failures,
-        "color": _color_enabled(args.color, sys.stdout),
-    }
-
-
 def _warn_unused_expectations(expectations: Expectations, document: dict[str, Any]) -> None:
     names = {i["id"]: i.get("name", i["id"]) for i in document["implementations"]}
     seen = {
@@ -248,10 +147,10 @@ def _warn_unused_expectations(expectations: Expectations, document: dict[str, An
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    fixtures = _select(args)
+    fixtures = select(args)
     rows = [[f.id, f.title, ", ".join(f.tags), f.source] for f in fixtures]
-    _emit(_table(rows, ["id", "title", "tags", "source"], maxcolwidths=[None, 50, 30, 40]) + "\n")
-    _emit(f"\n{_plural(len(fixtures), 'fixture')}\n")
+    emit(table(rows, ["id", "title", "tags", "source"], maxcolwidths=[None, 50, 30, 40]) + "\n")
+    emit(f"\n{plural(len(fixtures), 'fixture')}\n")
     return 0
 
 
@@ -263,13 +162,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:
-        print(_plural(len(problems), "problem"), file=sys.stderr)
+        print(plural(len(problems), "problem"), file=sys.stderr)
         return 2
     if not fixtures:
         where = ", ".join(str(p) for p in paths)
         kind = "fixtures" if fixture_files(paths) else "fixture files (*.yaml, *.yml)"
-        _fail(f"no {kind} under {where}: nothing to validate")
-    _emit(f"{_plural(len(fixtures), 'fixture')} valid\n")
+        fail(f"no {kind} under {where}: nothing to validate")
+    emit(f"{plural(len(fixtures), 'fixture')} valid\n")
     return 0
 
 
@@ -279,12 +178,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
     target = Path(args.fixture)
     if target.suffix in (".yaml", ".yml"):
         if not target.exists():
-            _fail(f"{target}: no such file")
-        matches = _load([target])
+            fail(f"{target}: no such file")
+        matches = load_fixtures_under([target])
     else:
-        matches = [f for f in _load(args.fixtures) if f.id == args.fixture or f.base_id == args.fixture]
+        matches = [f for f in load_fixtures_under(args.fixtures) if f.id == args.fixture or f.base_id == args.fixture]
     if not matches:
-        _fail(f"no fixture {args.fixture!r} (see `kconform list`)")
+        fail(f"no fixture {args.fixture!r} (see `kconform list`)")
     if args.svg or args.html:
         from ..reports.diagrams.story import write_pictures
 
@@ -292,7 +191,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
             print(f"wrote {written}", file=sys.stderr)
         return 0
     fmt = "github" if args.format == "markdown" else "rounded_outline"
-    _emit("\n".join(explain(f, fmt) for f in matches))
+    emit("\n".join(explain(f, fmt) for f in matches))
     return 0
 
 
@@ -300,8 +199,8 @@ def cmd_impls(args: argparse.Namespace) -> int:
     from ..implementations.registry import registered
 
     rows = [[entry.name, entry.target, entry.summary] for entry in registered()]
-    _emit(_table(rows, ["name", "factory", "what"]) + "\n")
-    _emit(
+    emit(table(rows, ["name", "factory", "what"]) + "\n")
+    emit(
         "\nalso: module:factory for an in-process Python implementation, exec:COMMAND for a stdio one,"
         " zoo:NAME for a faulty one (kconform sensitivity --list)\n"
     )
@@ -315,14 +214,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         document = load_document(args.results)
     except ResultsError as exc:
-        _fail(str(exc))
-    text = reports.render(document, args.format, **_terminal_options(args))
+        fail(str(exc))
+    text = reports.render(document, args.format, **terminal_options(args))
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(text, encoding="utf-8")
         print(f"wrote {args.output}", file=sys.stderr)
     else:
-        _emit(text)
+        emit(text)
     return 0
 
 
@@ -332,22 +231,22 @@ def cmd_diff(args: argparse.Namespace) -> int:
     try:
         old, new = load_document(args.old), load_document(args.new)
     except ResultsError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     old, new, note = _pair_implementations(old, new)
     changes = diff_documents(old, new)
     if args.format == "json":
-        _emit(json.dumps({**changes, **({"note": note} if note else {})}, indent=1) + "\n")
+        emit(json.dumps({**changes, **({"note": note} if note else {})}, indent=1) + "\n")
         return 1 if changes["regressions"] else 0
     if note:
-        _emit(f"note: {note}\n\n")
+        emit(f"note: {note}\n\n")
     for kind in ("regressions", "fixes", "changed", "added", "removed"):
         rows = changes[kind]
         if not rows:
             continue
         headers = list(rows[0])
-        _emit(f"{kind} ({len(rows)})\n" + _table([[r[h] for h in headers] for r in rows], headers) + "\n\n")
+        emit(f"{kind} ({len(rows)})\n" + table([[r[h] for h in headers] for r in rows], headers) + "\n\n")
     if not any(changes.values()):
-        _emit("no differences\n")
+        emit("no differences\n")
     return 1 if changes["regressions"] else 0
 
 
@@ -371,7 +270,7 @@ def _pair_implementations(old: dict[str, Any], new: dict[str, Any]) -> tuple[dic
             "their results are compared fixture by fixture"
         )
         return relabel(old), relabel(new), note
-    _fail(
+    fail(
         f"the two runs have no implementation in common (old: {', '.join(before)}; new: {', '.join(after)}): "
         "nothing to compare; compare runs of the same implementations, or one implementation each"
     )
@@ -386,11 +285,11 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     try:
         weights = parse_weights(args.weights or "")
     except WeightsError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     try:
         adapter = resolve(args.impl, timeout_s=args.timeout, start_timeout_s=args.start_timeout)
     except UnknownImplementation as exc:
-        _fail(str(exc))
+        fail(str(exc))
     ignore = _known_differences(args.expectations or [], args.impl, adapter)
     generation = Generation(args.generation)
     if args.examples is None:
@@ -399,7 +298,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     try:
         adapter.describe()
     except AdapterError as exc:
-        _fail(f"implementation {args.impl!r} cannot start: {exc.message}\n{exc.detail}")
+        fail(f"implementation {args.impl!r} cannot start: {exc.message}\n{exc.detail}")
     try:
         report = fuzz_all(
             adapter,
@@ -415,7 +314,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         )
     except AdapterError as exc:
         progress.close()
-        _fail(f"implementation {args.impl!r}: {exc.message}" + (f"\n{exc.detail}" if exc.detail else ""))
+        fail(f"implementation {args.impl!r}: {exc.message}" + (f"\n{exc.detail}" if exc.detail else ""))
     progress.close()
     ex = report.exercised
     kinds = ", ".join(f"{k} {n}" for k, n in ex.steps.most_common())
@@ -449,7 +348,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         note = "expected in this generation" if finding.expected else "UNEXPECTED: a spec bug"
         unexpected += not finding.expected
         found += (
-            f"the reference breaks {finding.invariant} after {_plural(len(finding.path), 'step')} ({note}; "
+            f"the reference breaks {finding.invariant} after {plural(len(finding.path), 'step')} ({note}; "
             f"shrunk witness after {finding.seconds:.1f} s): {finding.detail}\n   witness fixture: {path}\n"
         )
     established, why = ex.certificate()
@@ -457,13 +356,13 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         summary += f"INTERRUPTED (Ctrl-C) after {ex.runs} of {args.examples} runs: what they found is above\n"
     if args.json:
         paths = _fuzz_witnesses(args, report, generation)
-        _emit(json.dumps(_fuzz_json(args, report, established, why, paths), indent=1) + "\n")
+        emit(json.dumps(_fuzz_json(args, report, established, why, paths), indent=1) + "\n")
         if report.interrupted:
             return 130
         unexpected = sum(not f.expected for f in report.findings)
         return 1 if report.failures or not established or unexpected else 0
     if not report.failures and not established:
-        _emit(
+        emit(
             f"{args.impl}: level {args.level} not established on {args.examples} random runs "
             f"({args.generation}): {why}\n" + found + summary
         )
@@ -472,21 +371,21 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         met = f"{args.impl} met level {args.level} on {args.examples} random runs ({args.generation})\n"
         if args.level == "exact":
             met += f"{args.impl} agreed with the reference on {args.examples} random runs\n"
-        _emit(met + found + summary)
+        emit(met + found + summary)
         if report.interrupted:
             return 130
         return 1 if unexpected else 0
-    _emit(f"{args.impl} fails level {args.level}: {_plural(len(report.failures), 'distinct failure')} (each shrunk)\n")
+    emit(f"{args.impl} fails level {args.level}: {plural(len(report.failures), 'distinct failure')} (each shrunk)\n")
     for n, failure in enumerate(report.failures, 1):
         path = args.witness if n == 1 else args.witness.with_name(f"{args.witness.stem}-{n}{args.witness.suffix}")
         path.write_text(witness_fixture(failure.trace, f"fuzz-witness-{n}", failure.reason), encoding="utf-8")
         level = " --level safety" if failure.trace.level == "safety" or failure.signature.startswith("safety:") else ""
         level += " --check-progress" if failure.signature.startswith("safety:PROGRESS-") else ""
-        _emit(
-            f"\n{n}. {failure.reason}\n   after {_plural(len(failure.trace.steps), 'step')}; witness fixture: {path}\n"
+        emit(
+            f"\n{n}. {failure.reason}\n   after {plural(len(failure.trace.steps), 'step')}; witness fixture: {path}\n"
             f"   replay: kconform run --impl '{args.impl}'{level} --fixtures {path}\n"
         )
-    _emit("\n" + found + summary)
+    emit("\n" + found + summary)
     return 130 if report.interrupted else 1
 
 
@@ -546,7 +445,7 @@ def _known_differences(paths: list[Path], impl: str, adapter: Any) -> dict[str, 
 
     expectations, problems = load_expectations(paths)
     if problems:
-        _fail("invalid expectations:\n" + "\n".join(str(p) for p in problems))
+        fail("invalid expectations:\n" + "\n".join(str(p) for p in problems))
     names = [impl]
     with contextlib.suppress(AdapterError):
         names.append(adapter.describe().name)
@@ -578,7 +477,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         try:
             adapter = resolve(args.impl, timeout_s=args.timeout, start_timeout_s=args.start_timeout)
         except UnknownImplementation as exc:
-            _fail(str(exc))
+            fail(str(exc))
     known = _known_differences(args.expectations or [], args.impl, adapter) if adapter is not None else {}
     names = ["A", "B", "C", "D", "E"][: args.replicas]
     rows, unexpected = [], 0
@@ -600,7 +499,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
                 }
             )
         except ConfigError as exc:
-            _fail(f"--{exc.field.replace('_', '-')}: {exc.message}")
+            fail(f"--{exc.field.replace('_', '-')}: {exc.message}")
         if not quiet:
             print(
                 f"explore {generation}: searching to depth {args.depth} (at most {args.seconds:g} s)", file=sys.stderr
@@ -634,7 +533,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
             title = f"Shortest path to a {finding.invariant} violation ({finding.detail})"
             path.write_text(witness_fixture(config, finding.path, name, title), encoding="utf-8")
             note = "expected in this generation" if finding.expected else "UNEXPECTED: a spec bug"
-            found.append(f"{finding.invariant} in {_plural(len(finding.path), 'step')} ({note}): {path}")
+            found.append(f"{finding.invariant} in {plural(len(finding.path), 'step')} ({note}): {path}")
             unexpected += not finding.expected
             record["findings"].append(
                 {
@@ -654,7 +553,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
                 )
             except AdapterError as exc:
                 progress.close()
-                _fail(f"implementation {args.impl!r} cannot start: {exc.message}\n{exc.detail}")
+                fail(f"implementation {args.impl!r} cannot start: {exc.message}\n{exc.detail}")
             except KeyboardInterrupt:
                 progress.close()
                 interrupted = True
@@ -669,7 +568,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
                 path.write_text(witness, encoding="utf-8")
                 level = f" --level {args.level}" if args.level != "exact" else ""
                 found.append(
-                    f"{args.impl} fails level {args.level} after {_plural(len(disagreement.path), 'step')}: "
+                    f"{args.impl} fails level {args.level} after {plural(len(disagreement.path), 'step')}: "
                     f"{disagreement.reason}: {path} (kconform run --impl '{args.impl}'{level} --fixtures {path})"
                 )
                 record["disagreement"] = {
@@ -726,12 +625,12 @@ def cmd_explore(args: argparse.Namespace) -> int:
             "unexpected": unexpected,
             "generations": records,
         }
-        _emit(json.dumps(doc, indent=1) + "\n")
+        emit(json.dumps(doc, indent=1) + "\n")
     else:
         headers = ["generation", "states", "transitions", "depth", "s", "states/s", "rules", "paths replayed"]
-        _emit(_table(rows, [*headers, "findings"], maxcolwidths=[None] * 8 + [70]) + "\n")
+        emit(table(rows, [*headers, "findings"], maxcolwidths=[None] * 8 + [70]) + "\n")
         if interrupted:
-            _emit(f"INTERRUPTED (Ctrl-C): {len(rows)} generation(s) finished are shown\n")
+            emit(f"INTERRUPTED (Ctrl-C): {len(rows)} generation(s) finished are shown\n")
     if interrupted:
         return 130
     return 1 if unexpected else 0
@@ -758,46 +657,11 @@ docs: README.md, docs/adapters.md, spec/adapter-protocol.md
 """
 
 
-class _Formatter(argparse.RawDescriptionHelpFormatter):
-    """Keeps the epilog's layout; argument help states its own defaults."""
-
-
 def _sub(sub: Any, name: str, summary: str, description: str) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(
-        name, help=summary, description=description, epilog=EPILOG, formatter_class=_Formatter
+        name, help=summary, description=description, epilog=EPILOG, formatter_class=Formatter
     )
     return parser
-
-
-def add_timeouts(p: argparse.ArgumentParser) -> None:
-    """``--timeout`` (each reply) and ``--start-timeout`` (hello) for exec: implementations."""
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT_S,
-        metavar="SECONDS",
-        help=f"exec: implementations: how long to wait for each reply (default: {DEFAULT_TIMEOUT_S:g})",
-    )
-    p.add_argument(
-        "--start-timeout",
-        type=float,
-        default=DEFAULT_START_TIMEOUT_S,
-        metavar="SECONDS",
-        help="exec: implementations: how long a new process may take to answer hello "
-        f"(default: {DEFAULT_START_TIMEOUT_S:g})",
-    )
-
-
-def _add_report_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--rules", action="store_true", help="terminal: add the rule view (failures per spec rule)")
-    p.add_argument("--matrix", action="store_true", help="terminal: add the fixture x implementation matrix")
-    p.add_argument("--all-failures", action="store_true", help="terminal: every failure (default: the first 10)")
-    p.add_argument(
-        "--color",
-        choices=["auto", "always", "never"],
-        default="auto",
-        help="terminal: colour the statuses (default: auto = on a terminal, unless NO_COLOR is set)",
-    )
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -813,7 +677,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="kconform",
         description="Check implementations of Kafka partition replication against an executable spec.",
         epilog=EPILOG,
-        formatter_class=_Formatter,
+        formatter_class=Formatter,
     )
     parser.add_argument("--version", action="version", version=f"kconform {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -832,7 +696,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         help="a registered name (kconform impls), module:factory (a Python module in the current folder or "
         "installed) or exec:COMMAND (a stdio program); repeatable (default: " + ", ".join(DEFAULT_SUITE) + ")",
     )
-    _add_selection(run)
+    add_selection(run)
     run.add_argument(
         "--level",
         choices=LEVELS,
@@ -854,7 +718,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "explore always do)",
     )
     run.add_argument("--format", choices=FORMATS, default="terminal", help="what to print (default: terminal)")
-    _add_report_options(run)
+    add_report_options(run)
     run.add_argument(
         "--results",
         type=Path,
@@ -866,7 +730,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
 
     lst = _sub(sub, "list", "list fixtures", "List the selected fixtures: id, title, tags and the source they cite.")
-    _add_selection(lst)
+    add_selection(lst)
     lst.set_defaults(func=cmd_list)
 
     val = _sub(
@@ -903,7 +767,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     rep = _sub(sub, "report", "render a saved results file", "Render a results file written by `kconform run` again.")
     rep.add_argument("results", type=Path, help="a results file (e.g. out/kconform-results.json)")
     rep.add_argument("--format", choices=FORMATS, default="terminal", help="(default: terminal)")
-    _add_report_options(rep)
+    add_report_options(rep)
     rep.add_argument("-o", "--output", type=Path, metavar="FILE", help="write to FILE instead of stdout")
     rep.set_defaults(func=cmd_report)
 
@@ -1057,7 +921,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "killed, by which fixtures, the shortest witness and the rules at it, the kill rate and the survivors. "
         "Exit code 1 if a member survives. See docs/suite-strength.md.",
     )
-    _add_selection(sen)
+    add_selection(sen)
     from .sensitivity import add_arguments as add_sensitivity_arguments
 
     add_sensitivity_arguments(sen)
@@ -1098,7 +962,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("kconform: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # a reader went away before _emit ran (e.g. in a progress line)
+    except BrokenPipeError:  # a reader went away before emit ran (e.g. in a progress line)
         return 0
 
 

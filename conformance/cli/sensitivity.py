@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .common import emit, fail, select, table
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
@@ -73,28 +75,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_sensitivity(args: argparse.Namespace) -> int:
     from ..search.sensitivity import Verdict, render, sensitivity
     from ..zoo import MEMBERS, UnknownMember, get
-    from .main import _emit, _fail, _select, _table
 
     if args.knockout:
         return cmd_knockout(args)
     if args.rule or args.html:
-        _fail("--rule and --html go with --knockout")
+        fail("--rule and --html go with --knockout")
     if args.list:
         rows = [[m.number, m.name, ", ".join(m.rules), _generations(m.generations), m.source] for m in MEMBERS]
-        _emit(_table(rows, ["#", "member", "breaks", "differs in", "models"], maxcolwidths=[None, None, 30, 12, 60]))
-        _emit(f"\n\n{len(MEMBERS)} members; use one as an implementation with --impl zoo:NAME\n")
+        emit(table(rows, ["#", "member", "breaks", "differs in", "models"], maxcolwidths=[None, None, 30, 12, 60]))
+        emit(f"\n\n{len(MEMBERS)} members; use one as an implementation with --impl zoo:NAME\n")
         return 0
     try:
         members = [get(name) for name in args.zoo] if args.zoo else list(MEMBERS)
     except UnknownMember as exc:
-        _fail(str(exc))
+        fail(str(exc))
     from reference_impl import Generation
 
     from ..fixtures.loading import fixture_files
 
     searching = args.fuzz_budget > 0 or args.explore_depth > 0
     # an empty folder measures fuzz and explore alone
-    fixtures = [] if searching and args.fixtures and not fixture_files(args.fixtures) else _select(args)
+    fixtures = [] if searching and args.fixtures and not fixture_files(args.fixtures) else select(args)
     generations = [Generation(g) for g in args.generation] or list(Generation)
     from ..corpus.progress import Progress
 
@@ -112,9 +113,9 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     )
     meter.close()
     if args.format == "json":
-        _emit(json.dumps(result.to_dict(), indent=1) + "\n")
+        emit(json.dumps(result.to_dict(), indent=1) + "\n")
     else:
-        _emit(render(result, lambda rows, headers: _table(rows, headers, maxcolwidths=_widths(headers))))
+        emit(render(result, lambda rows, headers: table(rows, headers, maxcolwidths=_widths(headers))))
     return 0 if result.ok else 1
 
 
@@ -126,16 +127,15 @@ def cmd_knockout(args: argparse.Namespace) -> int:
     from ..reports.knockout import matrix_html, terminal
     from ..search.knockout import spec_rules
     from ..search.knockout_sweep import sweep
-    from .main import _emit, _fail, _select, _table
 
     if args.zoo or args.list:
-        _fail("--knockout runs the rules' knockouts, not the zoo: leave out --zoo and --list")
+        fail("--knockout runs the rules' knockouts, not the zoo: leave out --zoo and --list")
     known = spec_rules()
     unknown = [r for r in args.rule if r not in known]
     if unknown:
-        _fail(f"no rule {', '.join(unknown)} in spec/replication.md (rules: {', '.join(known)})")
+        fail(f"no rule {', '.join(unknown)} in spec/replication.md (rules: {', '.join(known)})")
     searching = args.fuzz_budget > 0 or args.explore_depth > 0
-    fixtures = [] if searching and args.fixtures and not fixture_files(args.fixtures) else _select(args)
+    fixtures = [] if searching and args.fixtures and not fixture_files(args.fixtures) else select(args)
     generations = [Generation(g) for g in args.generation] or list(Generation)
     show = not args.no_progress and args.format == "terminal" and sys.stderr.isatty()
 
@@ -159,12 +159,12 @@ def cmd_knockout(args: argparse.Namespace) -> int:
         args.html.parent.mkdir(parents=True, exist_ok=True)
         args.html.write_text(matrix_html(result), encoding="utf-8")
     if args.format == "json":
-        _emit(json.dumps(result.to_dict(), indent=1) + "\n")
+        emit(json.dumps(result.to_dict(), indent=1) + "\n")
     else:
         widths = [None, None, None, None, None, 50]
-        _emit(terminal(result, lambda rows, headers: _table(rows, headers, maxcolwidths=widths)))
+        emit(terminal(result, lambda rows, headers: table(rows, headers, maxcolwidths=widths)))
         if args.html:
-            _emit(f"matrix: {args.html}\n")
+            emit(f"matrix: {args.html}\n")
     return 0 if result.ok else 1
 
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -358,15 +358,3 @@ def read_itf(path: Path) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise ItfError(str(path), f"line {exc.lineno} column {exc.colno}", f"not JSON: {exc.msg}") from None
     return itf_to_record(data, str(path))
-
-
-def iter_fixtures(paths: list[Path]) -> Iterator[Fixture]:
-    """Every trace of the given corpus paths (fixture files, witnesses, corpus files, ITF)."""
-    from .format import CorpusLineError
-    from .reading import plan_splits, read_split
-
-    for split in plan_splits(paths):
-        for item in read_split(split):
-            if isinstance(item, CorpusLineError):
-                raise ItfError(item.file, f"line {item.line}", f"{item.field}: {item.message}")
-            yield item.fixture

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..fixtures.loading import FixtureError, Problem, load_fixture_file
+from ..fixtures.loading import Fixture, FixtureError, Problem, load_fixture_file
 from .format import CorpusLineError, Trace, parse_line, record_to_trace
+from .itf import ItfError, read_itf
 
 MANIFEST = "corpus-manifest.json"
 SPLIT_LINES = 1000
@@ -247,8 +248,6 @@ def _lines(split: Split) -> Iterator[tuple[int, bytes]]:
 
 
 def read_itf_trace(path: str) -> Item:
-    from .itf import ItfError, read_itf
-
     try:
         record = read_itf(Path(path))
         return record_to_trace(record, path, 1)
@@ -278,3 +277,13 @@ def count_lines(splits: Iterable[Split]) -> int:
 def manifest(parts: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
     """The manifest ``kconform generate`` writes beside its part files."""
     return {"corpus": 1, **fields, "parts": parts}
+
+
+def iter_fixtures(paths: list[Path]) -> Iterator[Fixture]:
+    """Every trace of the given corpus paths (fixture files, witnesses, corpus files, ITF), for
+    ``kconform itf export``; a line that is not a trace raises ``ItfError``."""
+    for split in plan_splits(paths):
+        for item in read_split(split):
+            if isinstance(item, CorpusLineError):
+                raise ItfError(item.file, f"line {item.line}", f"{item.field}: {item.message}")
+            yield item.fixture

@@ -31,6 +31,7 @@ from ..fixtures.loading import Fixture, FixtureStep
 from .coarsen import Plan, PlanStep
 from .compare import MISSING, all_divergences, logs_mismatch
 from .conventions import adjust_expected, normalise
+from .faults import fault
 from .levels import settled_part
 from .observation_check import check_observation
 from .progress import FairSuffix
@@ -196,9 +197,7 @@ def judge(
             try:
                 answer = adapter.step(do)
             except Exception as exc:
-                from .runner import _fault
-
-                message, detail = _fault(exc)
+                message, detail = fault(exc)
                 raise CannotAnswer(
                     f"step {fs.number} ({fs.step.kind}) at {fixture.path}:{fs.line}: {message}", detail, fs.index
                 ) from None
@@ -335,9 +334,7 @@ def _progress(
         try:
             answer = adapter.step(request)
         except Exception as exc:
-            from .runner import _fault
-
-            message, detail = _fault(exc)
+            message, detail = fault(exc)
             raise CannotAnswer(f"{text}: {message}", detail, number) from None
         result.steps_run = number
         if answer.rejected is None:

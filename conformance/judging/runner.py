@@ -25,7 +25,6 @@ The runner emits plain records (``FixtureResult.to_dict``); reports are built fr
 from __future__ import annotations
 
 import time
-import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +32,7 @@ from typing import Any
 from reference_impl import StepRejected
 from reference_impl import apply as reference_apply
 
-from ..adapters.base import Adapter, AdapterError, Description
+from ..adapters.base import Adapter, Description
 from ..adapters.limits import config_reason, run_reason
 from ..adapters.wire import wire_step
 from ..fixtures.loading import Fixture, FixtureStep
@@ -42,6 +41,7 @@ from .compare import MISSING
 from .conventions import ConventionError, unsupported_step_field
 from .deciding import held
 from .expectations import is_known
+from .faults import fault
 from .judge import CannotAnswer, judge
 from .levels import coverage_record
 from .safety import Coverage, SafetyMonitor
@@ -254,7 +254,7 @@ def run_fixture(
         else:
             adapter.reset(config, fixture.initial)
     except Exception as exc:  # an implementation's fault must not end the run
-        message, detail = _fault(exc)
+        message, detail = fault(exc)
         return finish("errored", f"reset: {message}", detail=detail)
     try:
         verdict = judge(
@@ -382,15 +382,6 @@ def _nothing_left(lowered: Plan, description: Description, level: str) -> str | 
     return None
 
 
-def _fault(exc: Exception) -> tuple[str, str]:
-    """Reason and diagnostics for an implementation that failed to answer: an
-    ``AdapterError`` carries its own; anything else an in-process implementation raised
-    is reported with its traceback."""
-    if isinstance(exc, AdapterError):
-        return exc.message, exc.detail
-    return f"the implementation raised {type(exc).__name__}: {exc}", traceback.format_exc()
-
-
 def _divergence(fs: FixtureStep, path: str, expected: Any, actual: Any, rules: list[str]) -> dict[str, Any]:
     """Where a run diverged: ``step`` counts from 1; ``rules`` are what the reference fired there."""
     return {
@@ -424,7 +415,7 @@ def run_fixtures(
     try:
         description = adapter.describe()
     except Exception as exc:
-        message, detail = _fault(exc)
+        message, detail = fault(exc)
         results = [
             FixtureResult(impl_id, f.id, "errored", reason=f"describe: {message}", detail=detail) for f in fixtures
         ]
@@ -438,7 +429,7 @@ def run_fixtures(
             try:
                 adapter.restart()
             except Exception as exc:
-                result.detail = (result.detail + f"\nrestart failed: {_fault(exc)[0]}").strip()
+                result.detail = (result.detail + f"\nrestart failed: {fault(exc)[0]}").strip()
         results.append(result)
         if progress is not None:
             progress(impl_id, fixture, result)

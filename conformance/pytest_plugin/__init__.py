@@ -23,12 +23,12 @@ in-process implementation under test plugs in with your own fixtures. docs/pytes
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from ..fixtures.paths import FIXTURES_DIR
+from .settings import Settings
 
 DEFAULT_TIMEOUT_S = 10.0
 """The stdio reply timeout (``conformance.adapters.stdio.DEFAULT_TIMEOUT_S``; not imported here so
@@ -91,18 +91,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("kconform_fixtures", "fixture files or folders (as --kconform-fixtures)", type="paths", default=[])
     parser.addini("kconform_expectations", "expectations files (as --kconform-expectations)", type="paths", default=[])
     parser.addini("kconform_fuzz", "random runs per fuzz item (as --kconform-fuzz; 0: none)", default="0")
-
-
-@dataclass
-class Settings:
-    impls: list[str]
-    fixture_paths: list[Path]
-    expectation_paths: list[Path]
-    level: str | None
-    fuzz_examples: int
-    fuzz_steps: int
-    witness_dir: Path | None
-    timeout_s: float
 
 
 def _settings(config: pytest.Config) -> Settings:

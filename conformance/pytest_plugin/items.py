@@ -18,7 +18,7 @@ from ..judging.expectations import Expectations, load_expectations
 from ..judging.runner import FixtureResult, RuleTrace, reference_rules, reference_trace, run_fixture
 from ..reports import views
 from ..reports.results import apply_expectation, fixture_record
-from . import Settings
+from .settings import Settings
 
 
 class KconformSession:

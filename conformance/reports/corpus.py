@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from .views import Table, _counts_cell, _impl_label, _rule_key, _short, plural
+from .cells import Table, counts_cell, impl_label, plural, rule_key, short_level
 
 
 def summary(doc: dict[str, Any]) -> Table:
@@ -29,9 +29,9 @@ def summary(doc: dict[str, Any]) -> Table:
             unexpected[impl] += n
     met = corpus.get("level_met") or {}
     rows = [
-        [_impl_label(impl)]
-        + [_counts_cell(per[(impl["id"], g)]) for g in groups]
-        + [_counts_cell(total[impl["id"]]), str(unexpected[impl["id"]]), _short(met.get(impl["id"], "-"))]
+        [impl_label(impl)]
+        + [counts_cell(per[(impl["id"], g)]) for g in groups]
+        + [counts_cell(total[impl["id"]]), str(unexpected[impl["id"]]), short_level(met.get(impl["id"], "-"))]
         for impl in doc["implementations"]
     ]
     steps = sum(corpus["steps"].values())
@@ -64,7 +64,7 @@ def summary(doc: dict[str, Any]) -> Table:
     if level:
         note += f"; outcomes judged at level {level}"
     for impl, why in met.items():
-        if why != _short(why):
+        if why != short_level(why):
             note += f"\n{impl}: {why}"
     return Table("Summary", ["implementation", *groups, "total", "unexpected", "level met"], rows, note)
 
@@ -76,7 +76,7 @@ def rules(doc: dict[str, Any]) -> Table:
     rows_by: dict[tuple[str, str], dict[str, int]] = {
         (r["rule"], r["implementation"]): r for r in doc["corpus"]["rules"]
     }
-    all_rules = sorted({rule for rule, _ in rows_by}, key=_rule_key)
+    all_rules = sorted({rule for rule, _ in rows_by}, key=rule_key)
     rows = []
     for rule in all_rules:
         cells = []

@@ -11,6 +11,7 @@ from typing import Any
 from tabulate import tabulate
 
 from . import views
+from .cells import Table
 from .diagrams.report import CSS as DIAGRAM_CSS
 from .diagrams.report import divergence_figure
 
@@ -38,7 +39,7 @@ def _cell(text: str) -> str:
     return escaped
 
 
-def _table(table: views.Table, level: int) -> str:
+def _table(table: Table, level: int) -> str:
     rows = [[_cell(c) for c in row] for row in table.rows]
     headers = [html.escape(h) for h in table.headers]
     body = tabulate(rows, headers=headers, tablefmt="unsafehtml", disable_numparse=True)

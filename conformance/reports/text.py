@@ -7,6 +7,7 @@ from typing import Any
 from tabulate import tabulate
 
 from . import fit, views
+from .cells import Table
 
 COLORS = {"PASS": "32", "pass": "32", "FAIL": "1;31", "ERROR": "1;35", "XPASS": "1;31", "skip": "33", "xfail": "36"}
 """ANSI SGR codes for statuses on a terminal (green, red, magenta, yellow, cyan)."""
@@ -21,7 +22,7 @@ def _paint(cell: str) -> str:
     return cell
 
 
-def _render(table: views.Table, fmt: str, heading: str, color: bool = False, width: int | None = None) -> str:
+def _render(table: Table, fmt: str, heading: str, color: bool = False, width: int | None = None) -> str:
     title = _paint(table.title) if color else table.title
     rows = [["" if c is None else str(c) for c in row] for row in table.rows]
     headers = list(table.headers)

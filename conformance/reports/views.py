@@ -17,47 +17,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 from typing import Any
 
 from ..judging.levels import level_met
+from .cells import Table, counts_cell, impl_label, plural, rule_key, short_level
 
 STATUS_MARK = {"PASS": "pass", "FAIL": "FAIL", "ERROR": "ERROR", "SKIP": "skip", "XFAIL": "xfail", "XPASS": "XPASS"}
-
-
-@dataclass(frozen=True)
-class Table:
-    title: str
-    headers: list[str]
-    rows: list[list[str]]
-    note: str = ""
-
-
-def _impl_label(impl: dict[str, Any]) -> str:
-    name = impl.get("name") or impl["id"]
-    label = impl["id"] if name == impl["id"] else f"{impl['id']} ({name})"
-    return f"{label} {impl.get('version', '')}".strip()
-
-
-COUNTED = (("FAIL", "failed"), ("ERROR", "errored"), ("SKIP", "skipped"), ("XFAIL", "xfail"), ("XPASS", "xpass"))
-"""How each status other than PASS is counted in the summary, in order."""
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
-
-def _counts_cell(counter: Counter[str]) -> str:
-    """``3/5 passed, 1 failed, 1 xfail``: counted by status, so an expected failure
-    (XFAIL) is never shown as a failure."""
-    total = sum(counter.values())
-    if not total:
-        return "-"
-    parts = [f"{counter['PASS']}/{total} passed"]
-    for status, word in COUNTED:
-        if counter[status]:
-            parts.append(f"{counter[status]} {word}")
-    return ", ".join(parts)
 
 
 def summary(doc: dict[str, Any]) -> Table:
@@ -81,13 +46,13 @@ def summary(doc: dict[str, Any]) -> Table:
     for impl in doc["implementations"]:
         own = [r for r in doc["results"] if r["implementation"] == impl["id"]]
         rows.append(
-            [_impl_label(impl)]
-            + [_counts_cell(per[(impl["id"], g)]) for g in groups]
-            + [_counts_cell(total[impl["id"]]), str(unexpected[impl["id"]])]
-            + [_short(level_met(own)), _checked_cell(own)]
+            [impl_label(impl)]
+            + [counts_cell(per[(impl["id"], g)]) for g in groups]
+            + [counts_cell(total[impl["id"]]), str(unexpected[impl["id"]])]
+            + [short_level(level_met(own)), _checked_cell(own)]
         )
         met = level_met(own)
-        if met != _short(met):
+        if met != short_level(met):
             unmet.append(f"{impl['id']}: {met}")
     n_fix = len(doc["fixtures"])
     note = (
@@ -109,14 +74,6 @@ def summary(doc: dict[str, Any]) -> Table:
         note += "\n" + "\n".join(unmet) + "\n(table 'Safety properties': what each property was checked on)"
     headers = ["implementation", *groups, "total", "unexpected", "level met", "expectations checked"]
     return Table("Summary", headers, rows, note)
-
-
-def _short(met: str) -> str:
-    """A ``level met`` cell: the level, or its first words when none is established (the
-    reason follows the table)."""
-    if met.startswith("safety not established"):
-        return "safety not established"
-    return met
 
 
 def safety_coverage(doc: dict[str, Any]) -> Table:
@@ -210,7 +167,7 @@ def rules(doc: dict[str, Any]) -> Table:
             if r["outcome"] == "passed":
                 passed[(rule, r["implementation"])] += 1
     rows = []
-    for rule in sorted(all_rules, key=_rule_key):
+    for rule in sorted(all_rules, key=rule_key):
         cells = []
         for impl in impls:
             n = ran[(rule, impl)]
@@ -237,18 +194,13 @@ def culprits(doc: dict[str, Any]) -> Table:
             counts[(rule, r["implementation"])] += 1
         for rule in d.get("held") or ():
             counts[(f"{rule} (held)", r["implementation"])] += 1
-    rules_seen = sorted({rule for rule, _ in counts}, key=lambda x: (-sum(counts[(x, i)] for i in impls), _rule_key(x)))
+    rules_seen = sorted({rule for rule, _ in counts}, key=lambda x: (-sum(counts[(x, i)] for i in impls), rule_key(x)))
     rows = [[rule, *[str(counts[(rule, i)] or "-") for i in impls]] for rule in rules_seen]
     note = (
         "failed fixtures whose first divergent step fired the rule in the reference, or where a rule deciding a "
         "differing field held its value (held) (most first)"
     )
     return Table("Rules at the divergent step", ["rule", *impls], rows, note)
-
-
-def _rule_key(rule: str) -> tuple[str, int]:
-    head, _, num = rule.rpartition("-")
-    return head, int(num) if num.isdigit() else 0
 
 
 def _cell(value: Any) -> str:
