@@ -211,28 +211,179 @@ Step = (
     | Consume
 )
 
-STEP_TYPES: dict[str, type] = {
-    cls.kind: cls
-    for cls in (
-        Produce,
+
+@dataclass(frozen=True)
+class StepKind:
+    """One row of the step table: what the project states about a step kind, once.
+
+    The wire name is the class's ``kind``. ``action`` is the reference function that
+    performs the step (``module.function`` under ``reference_impl``, ``apply.ACTIONS``);
+    ``rules`` are the rule families (spec/replication.md ids without their number) the
+    step can fire, so a reader goes from a fixture's step to this row to the rule's line
+    (``grep -n ID reference_impl/``). ``flight``: a delivery step takes the oldest message
+    of this ``State`` field; ``round_of``: a round is this request and this delivery in one
+    step. ``changes_logs``: the step can change a follower's log. The spec's Steps table,
+    the schema, the harness's kind sets and the fuzz distribution are derived from or
+    checked against this table (tests/test_step_kinds.py).
+    """
+
+    cls: type
+    action: str
+    rules: tuple[str, ...]
+    flight: str | None = None
+    round_of: tuple[str, str] | None = None
+    changes_logs: bool = False
+
+    @property
+    def kind(self) -> str:
+        kind: str = self.cls.kind  # type: ignore[attr-defined]
+        return kind
+
+
+STEP_KINDS: tuple[StepKind, ...] = (
+    StepKind(Produce, "producer.produce", ("PRODUCE", "PRODUCE-PRE", "HW-LEADER", "FETCH-PARK", "MSG-DROP", "CKPT")),
+    StepKind(
         Fetch,
+        "follower.send_fetch",
+        (
+            "FETCH-PRE",
+            "FETCH-LEADER",
+            "FETCH-PARK",
+            "HW-LEADER",
+            "ISR-EXPAND",
+            "ISR-CAUGHT-UP",
+            "ISR-ALTER",
+            "ISR-WRITE",
+            "PRODUCE",
+            "CKPT",
+        ),
+    ),
+    StepKind(
         DeliverFetch,
+        "follower.deliver_fetch",
+        (
+            "FETCH-DELIVER-PRE",
+            "FOLLOWER-FETCH",
+            "FOLLOWER-DIVERGE",
+            "FOLLOWER-OOR",
+            "HW-FOLLOWER",
+            "TRUNC",
+            "TRUNC-EPOCH",
+            "EPOCH-CACHE",
+            "LOG-START",
+            "CRASH",
+            "CKPT",
+        ),
+        flight="fetch_responses",
+        changes_logs=True,
+    ),
+    StepKind(
         FetchRound,
-        EpochRequest,
+        "apply._fetch_round",
+        ("FETCH-ROUND",),
+        round_of=("fetch", "deliver_fetch"),
+        changes_logs=True,
+    ),
+    StepKind(EpochRequest, "follower.send_epoch_request", ("EPOCH-PRE", "EPOCH-LEADER", "EPOCH-CACHE")),
+    StepKind(
         DeliverEpoch,
+        "follower.deliver_epoch",
+        ("EPOCH-DELIVER-PRE", "EPOCH-FOLLOWER", "TRUNC", "TRUNC-EPOCH", "EPOCH-CACHE", "CKPT"),
+        flight="epoch_responses",
+        changes_logs=True,
+    ),
+    StepKind(
         EpochRound,
-        EpochQuery,
+        "apply._epoch_round",
+        ("EPOCH-ROUND",),
+        round_of=("epoch_request", "deliver_epoch"),
+        changes_logs=True,
+    ),
+    StepKind(EpochQuery, "epoch_leader.answer_epoch_query", ("EPOCH-QUERY", "EPOCH-QUERY-PRE", "EPOCH-CACHE")),
+    StepKind(
         Tick,
+        "clock.tick",
+        ("TICK", "ISR-SHRINK", "ISR-ALTER", "ISR-WRITE", "FETCH-PARK", "HW-LEADER", "MSG-DROP", "PRODUCE", "CKPT"),
+    ),
+    StepKind(
         IsrExpiration,
+        "isr.run_isr_expiration",
+        ("ISR-SHRINK", "ISR-SHRINK-PRE", "ISR-ALTER", "ISR-WRITE", "HW-LEADER"),
+    ),
+    StepKind(
         DeliverAlterPartition,
+        "controller.deliver_alter_partition",
+        ("ISR-ALTER", "ISR-ALTER-PRE", "HW-LEADER", "PRODUCE"),
+        flight="alter_partitions",
+    ),
+    StepKind(
         HeartbeatLapse,
+        "controller.heartbeat_lapse",
+        ("CTRL-FENCE", "CTRL-FENCE-PRE", "CTRL-FAIL", "HW-LEADER", "PRODUCE"),
+    ),
+    StepKind(
         Crash,
+        "broker.crash",
+        ("CRASH", "CRASH-PRE", "TRUNC", "EPOCH-CACHE", "FETCH-PARK", "PRODUCE"),
+        changes_logs=True,
+    ),
+    StepKind(
         Restart,
+        "broker.restart",
+        ("RESTART", "RESTART-PRE", "CTRL-ELECT", "LAI", "TRUNC", "TRUNC-HW", "EPOCH-CACHE", "HW-LEADER"),
+        changes_logs=True,
+    ),
+    StepKind(
         Elect,
+        "controller.elect",
+        (
+            "CTRL-ELECT",
+            "CTRL-ELECT-PRE",
+            "CTRL-FAIL",
+            "LAI",
+            "TRUNC",
+            "TRUNC-HW",
+            "EPOCH-CACHE",
+            "FETCH-PARK",
+            "HW-LEADER",
+            "MSG-DROP",
+            "PRODUCE",
+            "CKPT",
+        ),
+        changes_logs=True,
+    ),
+    StepKind(
         DeliverLeaderAndIsr,
-        Consume,
-    )
-}
+        "controller.deliver_leader_and_isr",
+        ("LAI", "LAI-PRE", "TRUNC", "TRUNC-HW", "EPOCH-CACHE", "FETCH-PARK", "HW-LEADER"),
+        flight="leader_and_isr",
+        changes_logs=True,
+    ),
+    StepKind(Consume, "consumer.consume", ("CONSUME",)),
+)
+"""The step table: one row per step kind, in the order of the spec's Steps table."""
+
+STEP_TYPES: dict[str, type] = {row.kind: row.cls for row in STEP_KINDS}
+"""Wire name -> step class."""
+
+KIND: dict[str, StepKind] = {row.kind: row for row in STEP_KINDS}
+"""Wire name -> its row of the step table."""
+
+DELIVERIES: dict[str, str] = {row.kind: row.flight for row in STEP_KINDS if row.flight is not None}
+"""Delivery kind -> the ``State`` field of the messages in flight it takes (oldest first)."""
+
+ROUNDS: dict[str, tuple[str, str]] = {row.kind: row.round_of for row in STEP_KINDS if row.round_of is not None}
+"""Round kind -> (its request kind, its delivery kind)."""
+
+SPLIT_KINDS: tuple[str, ...] = tuple(
+    row.kind for row in STEP_KINDS if row.flight is not None or any(row.kind in parts for parts in ROUNDS.values())
+)
+"""The kinds a round or an implicit delivery stands for: an implementation may lack them and
+still be judged (it takes the rounds, or delivers at once)."""
+
+LOG_CHANGING_DELIVERIES: frozenset[str] = frozenset(k for k in DELIVERIES if KIND[k].changes_logs)
+"""The deliveries that can change a follower's log."""
+
 
 ACKS = ("0", "1", "all")
 

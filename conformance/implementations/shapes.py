@@ -26,6 +26,7 @@ from reference_impl import (
     observe,
     step_from_dict,
 )
+from reference_impl.steps import ROUNDS
 
 from ..adapters.base import Adapter, AdapterError, Description, StepResult
 from ..judging.conventions import _shift_record
@@ -102,19 +103,7 @@ class RoundOnly(_Wrapper):
     """Whole fetch rounds only, no consumer, no follower HW (a simulator's shape): correct."""
 
     name = "shape-round-only"
-    steps = (
-        "produce",
-        "fetch_round",
-        "epoch_round",
-        "epoch_query",
-        "tick",
-        "isr_expiration",
-        "deliver_alter_partition",
-        "crash",
-        "restart",
-        "elect",
-        "deliver_leader_and_isr",
-    )
+    steps = tuple(k for k in STEP_TYPES if k != "consume" and not any(k in parts for parts in ROUNDS.values()))
     fields = ("clock_ms", "leader", "leader_epoch", "isr", "replicas", "producer")
     replica_fields = ("online", "role", "leader", "leader_epoch", "leo", "hw", "log", "remote_leo", "log_start")
     role_fields = {  # noqa: RUF012

@@ -29,13 +29,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reference_impl import State, Step, StepRejected, apply, observe
-from reference_impl.steps import DeliverEpoch, DeliverFetch, EpochRequest, EpochRound, Fetch, FetchRound
+from reference_impl.steps import (
+    DELIVERIES,
+    ROUNDS,
+    DeliverEpoch,
+    DeliverFetch,
+    EpochRequest,
+    EpochRound,
+    Fetch,
+    FetchRound,
+)
 
 from ..fixtures.loading import Fixture
 from .compare import logs_mismatch
 
 DROPPABLE = ("consume",)
-_FLIGHT = {"deliver_fetch": "fetch_responses", "deliver_epoch": "epoch_responses"}
+_FLIGHT = {delivery: DELIVERIES[delivery] for _, delivery in ROUNDS.values()}
 """Step kinds that change nothing but what they report: left out when unsupported."""
 
 

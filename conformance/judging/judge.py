@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reference_impl import Config, State, observe
+from reference_impl.steps import SPLIT_KINDS
 
 from ..adapters.base import Adapter, Description
 from ..adapters.wire import wire_step
@@ -37,15 +38,6 @@ from .observation_check import check_observation
 from .progress import FairSuffix
 from .safety import Coverage, Finding, SafetyMonitor
 from .settle import INTERNAL_BOUND, Frontier
-
-SPLIT_KINDS = (
-    "fetch",
-    "deliver_fetch",
-    "epoch_request",
-    "deliver_epoch",
-    "deliver_leader_and_isr",
-    "deliver_alter_partition",
-)
 
 
 class CannotAnswer(Exception):

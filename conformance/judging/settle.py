@@ -48,6 +48,7 @@ from reference_impl import State, Step, StepRejected, apply, observe
 from reference_impl.choices import consume_at_most, cut_fetch_answer, elect_preferring, with_checkpoint
 from reference_impl.state import LEADER
 from reference_impl.steps import (
+    LOG_CHANGING_DELIVERIES,
     Consume,
     DeliverAlterPartition,
     DeliverEpoch,
@@ -526,7 +527,7 @@ class Frontier:
         return False
 
 
-LOG_KINDS = frozenset({"deliver_fetch", "deliver_epoch", "deliver_leader_and_isr"})
+LOG_KINDS = LOG_CHANGING_DELIVERIES
 """The steps that change a follower's log; an implementation lacking none of them changes
 logs only in steps the frontier is sent (``Frontier.narrow``)."""
 

@@ -47,12 +47,11 @@ from reference_impl import (
     check,
     initial_state,
 )
-from reference_impl.steps import Elect, EpochRequest, EpochRound, Fetch, FetchRound, Tick
+from reference_impl.steps import SPLIT_KINDS, Elect, EpochRequest, EpochRound, Fetch, FetchRound, Tick
 
 from ..adapters.base import Adapter, AdapterError, Description
 from ..adapters.limits import CONTROLLER_KINDS, fit
 from ..judging.conventions import unsupported_step_field
-from ..judging.judge import SPLIT_KINDS
 from ..judging.runner import FAILING_AT, run_fixture
 from ..judging.safety import Coverage, certificate
 from ..judging.settle import deliveries
