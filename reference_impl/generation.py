@@ -73,6 +73,9 @@ class Profile:
     ISR until the controller's answer commits them (else a direct, atomic write)."""
     hw_frozen_under_min_isr: bool
     """HW-LEADER-3: the leader's HW does not move while the ISR is below min.insync.replicas."""
+    hw_skips_fenced_brokers: bool
+    """HW-LEADER-2 (KIP-841, 3.3+): a caught-up follower on a broker the controller knows is
+    down (fenced, not ISR-eligible) does not count toward the HW."""
 
 
 def _profile(generation: Generation, **flags: bool) -> Profile:
@@ -98,6 +101,7 @@ PROFILES: dict[Generation, Profile] = {
         isr_removal_bumps_leader_epoch=True,
         isr_change_via_alter_partition=False,
         hw_frozen_under_min_isr=False,
+        hw_skips_fenced_brokers=False,
     ),
     Generation.LEADER_EPOCH: _profile(
         Generation.LEADER_EPOCH,
@@ -117,6 +121,7 @@ PROFILES: dict[Generation, Profile] = {
         isr_removal_bumps_leader_epoch=True,
         isr_change_via_alter_partition=False,
         hw_frozen_under_min_isr=False,
+        hw_skips_fenced_brokers=False,
     ),
     Generation.DIVERGING_EPOCH: _profile(
         Generation.DIVERGING_EPOCH,
@@ -136,8 +141,18 @@ PROFILES: dict[Generation, Profile] = {
         isr_removal_bumps_leader_epoch=False,
         isr_change_via_alter_partition=True,
         hw_frozen_under_min_isr=True,
+        hw_skips_fenced_brokers=True,
     ),
 }
+
+
+def breaks_invariants(profile: Profile) -> frozenset[str]:
+    """The invariants (``invariants.py`` names) a generation is known to break, as a consequence
+    of its flags (spec "Invariants"): a replica that truncates to its own HW on becoming
+    follower (``truncates_to_hw_on_follow``, KIP-101) can drop acknowledged records and leave
+    ISR members with other records, so StrongIsr and AckedNotLost can fail."""
+    return frozenset({"StrongIsr", "AckedNotLost"}) if profile.truncates_to_hw_on_follow else frozenset()
+
 
 FLAGS: tuple[str, ...] = tuple(f.name for f in fields(Profile) if f.name != "generation")
 """The flag names, in table order."""

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from reference_impl import Config
+from reference_impl import Config, Generation
 from reference_impl.observe import agreed_prefix
 
 
@@ -172,7 +172,7 @@ PROPERTIES: dict[str, Property] = {
             "SAFE-EPOCH-CACHE",
             "epoch cache epochs and start offsets strictly increase, none starts past leo (EpochCacheMonotonic)",
             replica_fields="epoch_cache leo",
-            generations="leader-epoch diverging-epoch",
+            generations=" ".join(g.value for g in Generation if g.profile.keeps_epoch_cache),
             required=False,
             unchecked="no replica reported a non-empty epoch_cache",
         ),
@@ -264,6 +264,8 @@ class SafetyMonitor:
         """After a SAFE-ACKED check with nothing lost or waived: (the leader, its log, its
         log start, how many of ``_added`` were checked)."""
         self.generation = config.generation.value
+        self.truncates_to_hw = config.profile.truncates_to_hw_on_follow
+        """TRUNC-HW-1 (KIP-101): cuts to the HW are waived, not failed (``_kip101_cuts``)."""
         self.fields = fields
         self.replica_fields = replica_fields
         self.steps = steps
@@ -422,7 +424,7 @@ class SafetyMonitor:
         for offset, record in list(self.committed.items()):
             if not (start <= offset < start + len(log) and log[offset - start] == record):
                 del self.committed[offset]
-        if self.generation != "hw-truncation":
+        if not self.truncates_to_hw:
             return
         reps = before.get("replicas")
         for name, other in reps.items() if isinstance(reps, _MAPPING) else ():
@@ -460,7 +462,7 @@ class SafetyMonitor:
         offsets cut are waived for SAFE-ACKED and SAFE-STRONG-ISR. A follower that does not
         report its HW is taken at its word: in those steps hw-truncation has no other
         truncation."""
-        if self.generation != "hw-truncation" or before is None:
+        if not self.truncates_to_hw or before is None:
             return
         old_reps, new_reps = before.get("replicas"), obs.get("replicas")
         if not isinstance(old_reps, _MAPPING) or not isinstance(new_reps, _MAPPING):
@@ -486,7 +488,7 @@ class SafetyMonitor:
         if self.lost_from is not None and offset >= self.lost_from:
             # under hw-truncation a divergence after a power failure is KIP-101's scenario 2:
             # the member that kept its records truncates to its HW, which leaves them
-            return KIP_101 if divergence and self.generation == "hw-truncation" else POWER_FAILURE
+            return KIP_101 if divergence and self.truncates_to_hw else POWER_FAILURE
         for lo, hi in self.cuts:
             if lo <= offset < hi:
                 return KIP_101
