@@ -17,6 +17,7 @@ without changing its outcome.
 
 from __future__ import annotations
 
+from . import isr as isr_rules
 from .draft import Draft
 from .fetch_purgatory import complete_parked_fetch
 from .isr import maybe_shrink_isr
@@ -45,20 +46,16 @@ def _next_isr_check(d: Draft, after: int, end: int) -> int | None:
         return None
     if d.alter_partitions and any(p.leader == leader_id for p in d.alter_partitions):
         return None  # a leader with an ISR change in flight changes nothing (ISR-ALTER-1)
-    lag = d.config.replica_lag_time_max_ms
-    spares_at_leo = d.profile.shrink_spares_follower_at_leo
     isr = d.controller.isr
     period = _isr_check_period(d)
     best: int | None = None
     for progress in leader.progress:
         if progress.replica not in isr:
             continue
-        if spares_at_leo and progress.remote_leo == leader.leo:
+        since = isr_rules.out_of_sync_from(d, leader, progress)  # looked up here: the zoo replaces it
+        if since is None:
             continue
-        lagging_from = after + 1
-        if progress.last_caught_up_ms is not None:
-            lagging_from = max(lagging_from, progress.last_caught_up_ms + lag + 1)
-        run = _first_run_at_or_after(leader.started_ms, period, lagging_from)
+        run = _first_run_at_or_after(leader.started_ms, period, max(after + 1, since))
         if run <= end and (best is None or run < best):
             best = run
     return best

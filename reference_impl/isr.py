@@ -8,7 +8,7 @@ from .alter_partition import change_isr, in_flight
 from .draft import Draft
 from .errors import StepRejected
 from .hw_advance import maybe_increment_hw
-from .state import Replica
+from .state import FollowerProgress, Replica
 
 
 def maybe_expand_isr(d: Draft, leader_id: str, follower_id: str) -> None:
@@ -38,22 +38,32 @@ def maybe_expand_isr(d: Draft, leader_id: str, follower_id: str) -> None:
     change_isr(d, leader_id, new_isr)
 
 
-def out_of_sync_followers(d: Draft, leader: Replica) -> list[str]:
-    """ISR-SHRINK-1 (hw-truncation, 0.10): not caught up for more than the lag time.
+def out_of_sync_from(d: Draft, leader: Replica, progress: FollowerProgress) -> int | None:
+    """From which time (ms) on the follower ``progress`` describes is out of sync with
+    ``leader``, or None if it is not at any time. The one statement of the rule: the expiry
+    check (``out_of_sync_followers``) and the clock's search for the next check that drops
+    someone (``clock._next_isr_check``) both call it.
+
+    ISR-SHRINK-1 (hw-truncation, 0.10): not caught up for more than the lag time.
     ISR-SHRINK-2 (epoch generations, 2.x ``isFollowerOutOfSync``): and its LEO differs
     from the leader's."""
-    lag = d.config.replica_lag_time_max_ms
-    spares_at_leo = d.profile.shrink_spares_follower_at_leo
+    # ISR-SHRINK-2: a follower at the leader's LEO is not out of sync.
+    if d.profile.shrink_spares_follower_at_leo and progress.remote_leo == leader.leo:
+        return None
+    # ISR-SHRINK-1: not caught up for more than the lag time.
+    if progress.last_caught_up_ms is None:
+        return 0
+    return progress.last_caught_up_ms + d.config.replica_lag_time_max_ms + 1
+
+
+def out_of_sync_followers(d: Draft, leader: Replica) -> list[str]:
+    """The ISR followers out of sync now (``out_of_sync_from``)."""
     out = []
     for progress in leader.progress:
         if progress.replica not in d.controller.isr:
             continue
-        lagging = progress.last_caught_up_ms is None or d.clock_ms - progress.last_caught_up_ms > lag
-        # ISR-SHRINK-2: a follower at the leader's LEO is not out of sync.
-        if spares_at_leo:
-            lagging = lagging and progress.remote_leo != leader.leo
-        # ISR-SHRINK-1: not caught up for more than the lag time.
-        if lagging:
+        since = out_of_sync_from(d, leader, progress)
+        if since is not None and d.clock_ms >= since:
             out.append(progress.replica)
     return out
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from reference_impl import clock, controller, isr, leader_fetch, roles
+from reference_impl import controller, isr, leader_fetch, roles
 from reference_impl.draft import Draft
 from reference_impl.state import FollowerProgress, Replica, Role, State
 from reference_impl.values import evolve
@@ -124,36 +124,13 @@ class IsrShrinkAtExactlyLag(Mutant):
     """A follower lagging exactly replica.lag.time.max.ms is dropped (``>=``)."""
 
     def patches(self) -> Iterable[Patch]:
-        original = isr.out_of_sync_followers
+        original = isr.out_of_sync_from
 
-        def out_of_sync(d: Draft, leader: Replica) -> list[str]:
-            d.clock_ms += 1  # now - last > lag at now + 1 is now - last >= lag
-            try:
-                return original(d, leader)
-            finally:
-                d.clock_ms -= 1
+        def out_of_sync_from(d: Draft, leader: Replica, progress: FollowerProgress) -> int | None:
+            since = original(d, leader, progress)
+            return None if since is None else since - 1  # now - last > lag, one ms early: >= lag
 
-        def next_isr_check(d: Draft, after: int, end: int) -> int | None:
-            lag = d.config.replica_lag_time_max_ms
-            period = clock._isr_check_period(d)
-            best: int | None = None
-            for lead in d.replicas:
-                if not d.is_current_leader(lead):
-                    continue
-                for progress in lead.progress:
-                    if progress.replica not in d.controller.isr:
-                        continue
-                    if d.profile.shrink_spares_follower_at_leo and progress.remote_leo == lead.leo:
-                        continue
-                    lagging_from = after + 1
-                    if progress.last_caught_up_ms is not None:
-                        lagging_from = max(lagging_from, progress.last_caught_up_ms + lag)
-                    run = clock._first_run_at_or_after(lead.started_ms, period, lagging_from)
-                    if run <= end and (best is None or run < best):
-                        best = run
-            return best
-
-        return [(isr, "out_of_sync_followers", out_of_sync), (clock, "_next_isr_check", next_isr_check)]
+        return [(isr, "out_of_sync_from", out_of_sync_from)]
 
 
 def _expand_isr(rule: Callable[[Draft, Replica, int | None], bool | None]) -> Callable[[Draft, str, str], None]:
