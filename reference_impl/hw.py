@@ -1,8 +1,9 @@
 """The two high-watermark rules. Nothing else in the model computes an HW.
 
 ``leader_hw`` is HW-LEADER-1, ``follower_hw`` is HW-FOLLOWER-1 (spec/replication.md).
-Which replicas' LEOs count toward the leader's HW is HW-LEADER-2, decided by the caller
-(``leader.py``) because it depends on the ISR, the clock and the generation.
+Which replicas' LEOs count toward the leader's HW is HW-LEADER-2 (and whether the HW may
+move at all, HW-LEADER-3), decided by the caller, ``hw_advance.py``, because it depends on
+the ISR, the clock and the generation's profile.
 """
 
 from __future__ import annotations

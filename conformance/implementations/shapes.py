@@ -1,11 +1,13 @@
 """Example implementations of realistic shapes, to see how kconform judges them.
 
 Real implementations are not the reference: they lack steps, number things differently, or
-answer sooner. Each example here is a small wrapper that uses only the reference's public
-API (``initial_state``, ``apply``, ``observe``) and changes what crosses the seam the way
-such an implementation would. Three are correct and must reach ``settled`` and ``safety``;
-one is defective and must fail ``safety`` with the invariant named
-(tests/test_shapes.py; ``kconform run --impl shape-round-only --level settled``).
+answer sooner. Each example here is a small wrapper over the reference's public API
+(``initial_state``, ``apply``, ``observe``) that changes what crosses the seam the way such
+an implementation would; the early answer borrows the settled level's own
+``settle.answer_parked_now``, the epochs-from-1 shape the conventions' record shift. Three
+are correct and must reach ``settled`` and ``safety`` (tests/test_judge.py); one,
+``shape-hw-decrease``, is defective and must fail ``safety`` with the invariant named
+(tests/test_fuzz_explore_cli.py; ``kconform run --impl shape-round-only --level settled``).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from ..adapters.base import Adapter, AdapterError, Description, StepResult
 from ..judging.conventions import _shift_record
 from ..judging.settle import answer_parked_now
 
-ALL_GENERATIONS = ("hw-truncation", "leader-epoch", "diverging-epoch")
+ALL_GENERATIONS = tuple(g.value for g in reference_impl.Generation)
 
 
 class _Wrapper(Adapter):
