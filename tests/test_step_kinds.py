@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 import reference_impl
-from conformance.adapters.shapes import RoundOnly
 from conformance.fixtures.loading import load_fixtures
 from conformance.fixtures.paths import FIXTURES_DIR
+from conformance.implementations.shapes import RoundOnly
 from conformance.judging import coarsen, judge, settle
 from conformance.judging.runner import reference_trace
 from conformance.search import distribution
@@ -41,8 +41,8 @@ HOME = Path(__file__).resolve().parents[1]
 SPELLED: dict[str, set[str]] = {
     # where a kind's own behaviour is handled by name (a harness rule about that one kind)
     "conformance/adapters/limits.py": {"deliver_alter_partition", "deliver_leader_and_isr", "elect"},  # "without"
-    "conformance/adapters/shapes.py": {"consume", "deliver_fetch", "fetch", "fetch_round"},  # early answers
-    "conformance/adapters/variants.py": {"fetch", "fetch_round"},  # CHOICE-4: the fetch answer cut
+    "conformance/implementations/shapes.py": {"consume", "deliver_fetch", "fetch", "fetch_round"},  # early answers
+    "conformance/implementations/variants.py": {"fetch", "fetch_round"},  # CHOICE-4: the fetch answer cut
     "conformance/adapters/wire.py": {"produce"},  # the automatic produce id
     "conformance/corpus/generate.py": {  # proposers by category (its weights, drawn by name)
         "consume",
