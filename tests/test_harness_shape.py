@@ -16,8 +16,9 @@ from pathlib import Path
 
 HOME = Path(__file__).resolve().parents[1]
 PACKAGES = ("conformance", "kconform")
-TOP_LEVEL_LIMIT = 10
-"""Entries of ``conformance/`` besides ``__init__.py`` and ``py.typed``."""
+PACKAGE_LIMIT = 10
+"""Packages at ``conformance/``'s top level; beside them only the user-facing ``sdk.py``
+(and ``__init__.py``, ``py.typed``)."""
 
 
 def module_files() -> dict[str, Path]:
@@ -103,6 +104,6 @@ def test_the_top_level_is_a_few_packages() -> None:
     entries = sorted(
         p.name for p in (HOME / "conformance").iterdir() if p.name not in ("__init__.py", "py.typed", "__pycache__")
     )
-    assert len(entries) <= TOP_LEVEL_LIMIT, entries
     modules = [name for name in entries if name.endswith(".py")]
+    assert len(entries) - len(modules) <= PACKAGE_LIMIT, entries
     assert modules == ["sdk.py"], f"only user-facing modules stay at the top (docs/api.md): {modules}"
