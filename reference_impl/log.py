@@ -286,8 +286,3 @@ def render(log: Sequence[Record]) -> list[str]:
     if isinstance(log, Log):
         return log.rendered()
     return [record.render() for record in log]
-
-
-def as_log(records: Any) -> Log:
-    """A ``Log`` from any sequence of records (tests and tools build logs this way)."""
-    return records if isinstance(records, Log) else Log.of(tuple(records))

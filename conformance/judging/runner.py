@@ -35,7 +35,7 @@ from reference_impl import apply as reference_apply
 from ..adapters.base import Adapter, Description
 from ..adapters.limits import config_reason, run_reason
 from ..adapters.wire import wire_step
-from ..fixtures.loading import Fixture, FixtureStep
+from ..fixtures.loading import Fixture
 from .coarsen import Plan, plan
 from .compare import MISSING
 from .conventions import ConventionError, unsupported_step_field
@@ -380,20 +380,6 @@ def _nothing_left(lowered: Plan, description: Description, level: str) -> str | 
     if not any(c.expect_rejected or c.logs_match or comparable(c.expect or {}, description) for c in kept):
         return "reports none of the fields this fixture checks"
     return None
-
-
-def _divergence(fs: FixtureStep, path: str, expected: Any, actual: Any, rules: list[str]) -> dict[str, Any]:
-    """Where a run diverged: ``step`` counts from 1; ``rules`` are what the reference fired there."""
-    return {
-        "step": fs.number,
-        "kind": fs.step.kind,
-        "line": fs.line,
-        "field": path,
-        "expected": expected,
-        "actual": actual,
-        "why": fs.why or "",
-        "rules": rules,
-    }
 
 
 ProgressFn = Callable[[str, Fixture, FixtureResult], None]

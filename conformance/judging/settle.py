@@ -200,11 +200,6 @@ def internal(state: State, lacking: frozenset[str], every: bool = True) -> list[
     return out
 
 
-def internal_successors(state: State, lacking: frozenset[str]) -> list[State]:
-    """The states one internal step away (``internal`` without the reasons)."""
-    return [t for t, _ in internal(state, lacking)]
-
-
 def resolutions(state: State, step: Step, every: bool = True) -> list[tuple[State, str]]:
     """The non-default resolutions of a visible ``step`` from ``state`` (the default is
     ``apply``'s), each with the choice it assumes; refused ones are left out. Only the

@@ -11,7 +11,6 @@ import json
 from typing import Any
 
 FORMATS = ("terminal", "markdown", "html", "json", "junit")
-EXTENSIONS = {"terminal": "txt", "markdown": "md", "html": "html", "json": "json", "junit": "xml"}
 
 
 def render(doc: dict[str, Any], fmt: str, **options: Any) -> str:
