@@ -330,7 +330,7 @@ STEP_KINDS: tuple[StepKind, ...] = (
     StepKind(
         Restart,
         "broker.restart",
-        ("RESTART", "RESTART-PRE", "CTRL-ELECT", "LAI", "TRUNC", "TRUNC-HW", "EPOCH-CACHE", "HW-LEADER"),
+        ("RESTART", "RESTART-PRE", "CTRL-ELECT", "CTRL-FAIL", "LAI", "TRUNC", "TRUNC-HW", "EPOCH-CACHE", "HW-LEADER"),
         changes_logs=True,
     ),
     StepKind(
