@@ -25,7 +25,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice, repeat
-from typing import Any, overload
+from typing import overload
 
 
 @dataclass(frozen=True, slots=True, init=False)
