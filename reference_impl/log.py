@@ -21,7 +21,6 @@ agree: written positions never change, so each offset is compared once per pair.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice, repeat
@@ -60,6 +59,10 @@ AGREEMENTS = 16
 """How many other buffers one buffer remembers its agreement with (``_Buffer.agree``)."""
 
 
+_NO_END = (1 << 63) - 1
+"""An offset above every real one: an original buffer reads as itself everywhere."""
+
+
 class _Buffer(list[Record]):
     """A log buffer: ``self[i]`` is the record at offset ``base + i`` (below ``base``
     every offset holds ``GAP``), with the rendered form of its records made once each: a
@@ -80,7 +83,7 @@ class _Buffer(list[Record]):
         self.root: object = object()
         """The original buffer this one was copied from (through any number of copies),
         as a token: holding it keeps no buffer alive."""
-        self.below = sys.maxsize
+        self.below = _NO_END
         """Below this offset, this buffer reads as its ``root`` did (every copy ends
         somewhere; an original reads as itself everywhere)."""
 

@@ -134,10 +134,13 @@ def test_format_1_refuses_where_a_checkpoint_shares_the_millisecond(tmp_path: Pa
 
 
 def test_bundled_fixtures_read_as_the_current_format() -> None:
-    """One bundled fixture leaves a proposal in flight on purpose, without a given state,
-    and says format: 2; the others need no format line."""
+    """Two bundled fixtures leave a proposal in flight on purpose, without a given state,
+    and say format: 2; the others need no format line."""
     stated = [f for f in bundled_fixtures() if "format: 2" in Path(f.path).read_text(encoding="utf-8")]
-    assert {Path(f.path).name for f in stated} == {"05b-data-loss-diverging-epoch.yaml"}
+    assert {Path(f.path).name for f in stated} == {
+        "05b-data-loss-diverging-epoch.yaml",
+        "isr-caught-up-as-of-previous-fetch-alter-partition.yaml",
+    }
 
 
 VARYING = """\

@@ -28,6 +28,7 @@ from conformance.corpus.format import dumps
 from conformance.corpus.generate import generate_trace
 from conformance.corpus.reading import plan_splits
 from conformance.corpus.replay import ReplayTask, import_roots, replay_split
+from conformance.fixtures.format import CURRENT_FORMAT
 from conformance.fixtures.loading import load_fixture_file
 from conformance.implementations.registry import resolve
 from conformance.judging.runner import run_fixture
@@ -101,7 +102,13 @@ def _yaml_fixture(record: dict[str, Any], folder: Path) -> Path:
             entry["expect"] = walked.observations[i]
         steps.append(entry)
     data = {k: v for k, v in config.to_dict().items() if v is not None}
-    doc = {"id": record["id"], "title": "a generated trace", "source": "tests/test_one_judge.py", "config": data}
+    doc = {
+        "id": record["id"],
+        "title": "a generated trace",
+        "source": "tests/test_one_judge.py",
+        "format": CURRENT_FORMAT,
+        "config": data,
+    }
     if record.get("initial") is not None:
         doc["initial"] = record["initial"]
     doc["steps"] = steps

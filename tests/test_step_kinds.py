@@ -16,8 +16,6 @@ import importlib
 import re
 from pathlib import Path
 
-import pytest
-
 import reference_impl
 from conformance.fixtures.loading import load_fixtures
 from conformance.fixtures.paths import FIXTURES_DIR
@@ -49,8 +47,11 @@ SPELLED: dict[str, set[str]] = {
         "crash",
         "deliver_leader_and_isr",
         "elect",
+        "epoch_query",
         "fetch",
         "fetch_round",
+        "heartbeat_lapse",
+        "isr_expiration",
         "produce",
         "restart",
         "tick",
@@ -86,7 +87,18 @@ SPELLED: dict[str, set[str]] = {
         "deliver_leader_and_isr",
     },
     # the fuzz weights (every kind but the rounds, checked below) and its combined steps
-    "conformance/search/distribution.py": set(STEP_TYPES) - {"epoch_round"},
+    "conformance/search/distribution.py": set(STEP_TYPES),
+    # the narrow deep explore search (``2r-deep``): the kinds its alphabet keeps, a choice of kinds
+    "conformance/search/sensitivity.py": {
+        "crash",
+        "deliver_epoch",
+        "deliver_fetch",
+        "elect",
+        "epoch_request",
+        "fetch",
+        "produce",
+        "restart",
+    },
     "conformance/search/explore.py": {"epoch_query", "produce"},  # the alphabet's two bounds
     "conformance/search/own_path.py": set(STEP_TYPES),  # one proposer per kind, from its own observation
     "conformance/search/stateful.py": {"epoch_round", "fetch_round"},  # rounds for implementations without parts
@@ -168,16 +180,12 @@ def test_the_harness_kind_sets_are_the_tables() -> None:
         )
 
 
-def test_the_fuzz_distribution_weighs_every_kind_but_the_rounds() -> None:
+def test_the_fuzz_distribution_weighs_every_kind() -> None:
+    """Rounds too: fuzz draws a whole round as well as its two halves (issue 24)."""
     weighted = set(distribution.WEIGHTS) & set(STEP_TYPES)
-    assert weighted == set(STEP_TYPES) - set(ROUNDS)
+    assert weighted == set(STEP_TYPES)
 
 
-@pytest.mark.xfail(
-    reason="the corpus generator does not draw isr_expiration, epoch_query or deliver_alter_partition yet "
-    "(issue 23: the fuzz helper's part)",
-    strict=False,
-)
 def test_the_corpus_generator_draws_every_kind_the_reference_enables() -> None:
     from conformance.corpus.generate import generate_trace
 

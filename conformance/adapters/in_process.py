@@ -106,7 +106,8 @@ class FunctionAdapter(Adapter):
     ``observe(state: S) -> dict``. ``apply`` signals a refused step by raising
     ``StepRefused`` (or any exception listed in ``refusals``). ``init_from(config: dict,
     initial: dict) -> S``, if given, starts from a given state (``initial:`` fixtures);
-    the description then says ``initial_state=True``.
+    the description then says ``initial_state=True``; without it, ``False`` whatever the
+    given description says (a capability it could not honour would fail every given start).
     """
 
     def __init__(
@@ -118,8 +119,8 @@ class FunctionAdapter(Adapter):
         refusals: tuple[type[BaseException], ...] = (),
         init_from: Callable[[dict[str, Any], dict[str, Any]], Any] | None = None,
     ) -> None:
-        if init_from is not None and not description.initial_state:
-            description = dataclasses.replace(description, initial_state=True)
+        if description.initial_state != (init_from is not None):
+            description = dataclasses.replace(description, initial_state=init_from is not None)
         self._description = description
         self._init, self._apply, self._observe = init, apply, observe
         self._init_from = init_from

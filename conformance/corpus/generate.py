@@ -40,6 +40,7 @@ from reference_impl.steps import (
     EpochRound,
     Fetch,
     FetchRound,
+    HeartbeatLapse,
     IsrExpiration,
     Produce,
     Restart,
@@ -126,6 +127,13 @@ def _isr_expiration(state: State, rng: random.Random) -> list[Step]:
     return [IsrExpiration(replica=r) for r in _replicas(state)]
 
 
+def _heartbeat_lapse(state: State, rng: random.Random) -> list[Step]:
+    """The KRaft controller fences a live follower that missed its heartbeats and unfences
+    it at the next one (CTRL-FENCE-1; refused outside diverging-epoch, where the generator
+    keeps only what the reference accepts)."""
+    return [HeartbeatLapse(replica=r) for r in _replicas(state)]
+
+
 def _tick(state: State, rng: random.Random) -> list[Step]:
     cfg = state.config
     # the timers' edges, round values, and any length up to one past the longest timer
@@ -193,6 +201,7 @@ PROPOSERS: dict[Category, Proposer] = {
     "epoch": _epoch,
     "epoch_query": _epoch_query,
     "isr_expiration": _isr_expiration,
+    "heartbeat_lapse": _heartbeat_lapse,
     "tick": _tick,
     "tick_lag": _tick_lag,
     "crash": _crash,
@@ -211,6 +220,7 @@ _BASE = {
     "epoch": 1.5,
     "epoch_query": 0.3,
     "isr_expiration": 0.3,
+    "heartbeat_lapse": 0.2,
     "tick": 1.0,
     "tick_lag": 0.3,
     "crash": 0.4,

@@ -21,6 +21,7 @@ import yaml
 from reference_impl import Config, StepRejected, apply, initial_state, observe, step_from_dict
 
 from ..adapters.base import Adapter, Description
+from ..fixtures.format import CURRENT_FORMAT
 from ..fixtures.loading import Fixture, FixtureStep, load_fixture_file
 from ..implementations.registry import resolve
 from ..judging.expectations import Expectations
@@ -123,6 +124,7 @@ def fixture_yaml(fixture: Fixture, impl: str, origin: str, reason: str) -> str:
         "source": origin,
         "description": f"Shrunk by kconform replay --save-failures. The original failure: {reason}",
         "tags": ["corpus", "shrunk"],
+        "format": CURRENT_FORMAT,
         "config": config,
         **({"initial": fixture.initial} if fixture.initial is not None else {}),
         "steps": steps,

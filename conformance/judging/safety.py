@@ -322,7 +322,7 @@ class SafetyMonitor:
         self.previous = dict(obs)
         reps = obs.get("replicas")
         leader = _current_leader(obs)
-        if self.generation != "hw-truncation" or leader is None or not isinstance(reps, _MAPPING):
+        if self.config.profile.keeps_epoch_cache or leader is None or not isinstance(reps, _MAPPING):
             return
         end = leader[1].get("leo")
         for rep in reps.values():

@@ -63,6 +63,7 @@ WEIGHTS: dict[str, int] = {
     "deliver_alter_partition": 5,
     "isr_expiration": 2,
     "epoch_query": 2,
+    "heartbeat_lapse": 1,
     "consume": 3,
     "elect": 3,
     "restart": 3,
@@ -440,13 +441,15 @@ def draw_steps(
     if kind in COMBINED:
         return by_kind[kind]
     step = pick(chooser, by_kind[kind])
-    varied = vary(chooser, state, step)
+    varied = vary(chooser, state, step, refused)
     return [varied if honours is None or honours(varied) else step]
 
 
-def vary(chooser: Chooser, state: State, step: Step) -> Step:
+def vary(chooser: Chooser, state: State, step: Step, refused: bool = True) -> Step:
     """``step`` with its free parameters drawn (the precondition does not depend on them,
-    except the few the reference rejects, which the fuzzer then skips)."""
+    except the few the reference rejects, which the fuzzer then skips). ``refused``: a
+    parameter the reference refuses may be drawn (a crash's ``unflushed_from`` past the log
+    end); without it every drawn step is enabled."""
     config = state.config
     if isinstance(step, Produce):
         acks = pick_weighted(chooser, [("all", 5), ("1", 3), ("0", 1)])
@@ -484,7 +487,7 @@ def vary(chooser: Chooser, state: State, step: Step) -> Step:
             return step
         # mostly the tail above the HW; sometimes below it (the HW checkpoint can be ahead
         # of what reached the disk: Kafka flushes the log and the checkpoint independently)
-        if chooser.integer(0, 7) == 0:  # past the log end: refused (CRASH-PRE-1)
+        if refused and chooser.integer(0, 7) == 0:  # past the log end: refused (CRASH-PRE-1)
             return replace(step, unflushed_from=replica.leo + 1)
         low = min(replica.hw, replica.leo) if chooser.integer(0, 1) else 0
         return replace(step, unflushed_from=chooser.integer(low, replica.leo))

@@ -48,6 +48,7 @@ from reference_impl.values import evolve
 from ..adapters.base import Adapter, AdapterError, Description
 from ..adapters.in_process import ReferenceAdapter
 from ..adapters.wire import wire_step
+from ..fixtures.format import CURRENT_FORMAT
 from ..judging.compare import first_divergence
 from ..judging.progress import FairSuffix, drive
 from ..judging.runner import comparable, run_fixture
@@ -637,6 +638,7 @@ def witness_fixture(config: Config, path: tuple[Step, ...], fixture_id: str, tit
         "title": title,
         "source": "kconform explore (bounded exhaustive search, shortest path)",
         "tags": ["explore"],
+        "format": CURRENT_FORMAT,
         "config": data,
         "steps": steps,
     }

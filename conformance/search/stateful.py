@@ -51,6 +51,7 @@ from reference_impl.steps import SPLIT_KINDS, Elect, EpochRequest, EpochRound, F
 
 from ..adapters.base import Adapter, AdapterError, Description
 from ..adapters.limits import CONTROLLER_KINDS, fit
+from ..fixtures.format import CURRENT_FORMAT
 from ..judging.conventions import unsupported_step_field
 from ..judging.runner import FAILING_AT, run_fixture
 from ..judging.safety import Coverage, certificate
@@ -824,6 +825,7 @@ def witness_fixture(trace: Trace, fixture_id: str = "fuzz-witness", reason: str 
         "source": "kconform fuzz",
         "description": reason or "found by kconform fuzz",
         "tags": ["fuzz"],
+        "format": CURRENT_FORMAT,
         "config": {**config, "generation": generation},
     }
     if trace.initial is not None:  # a run from a drawn start (distribution.draw_initial)

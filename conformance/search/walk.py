@@ -22,6 +22,7 @@ import yaml
 
 from reference_impl import Config, State, Step, StepRejected, apply, initial_state, observe, step_to_dict
 
+from ..fixtures.format import CURRENT_FORMAT
 from ..fixtures.loading import Fixture, FixtureStep
 from ..judging.runner import RuleTrace
 
@@ -124,6 +125,7 @@ def witness(
         "source": source,
         "description": description or f"found by {source}",
         "tags": [source.split()[-1] if source.startswith("kconform") else source],
+        "format": CURRENT_FORMAT,
         "config": {**data, "generation": generation},
         "steps": out,
     }
