@@ -88,6 +88,20 @@ def test_any_trace_regenerates_alone(tmp_path: Path) -> None:
     assert manifest["reference_revision"] == reference_revision() and len(manifest["reference_revision"]) == 16
 
 
+def test_generation_restricts_the_configs_and_keeps_the_default_draw(tmp_path: Path) -> None:
+    """``--generation`` draws configs of that generation only (an implementation that runs one,
+    e.g. Kafka 4.x); without it the corpus is the one the seed always gave."""
+    out = tmp_path / "de"
+    main(["generate", "--traces", "40", "--seed", "5", "--generation", "diverging-epoch", "--out", str(out)])
+    lines = gzip.decompress((out / "part-00000.jsonl.gz").read_bytes()).decode().splitlines()
+    assert {json.loads(line)["config"]["generation"] for line in lines} == {"diverging-epoch"}
+    manifest = json.loads((out / "corpus-manifest.json").read_text())
+    assert manifest["generations"] == ["diverging-epoch"]
+    plain = [generate_trace(5, i) for i in range(40)]
+    assert len({r["config"]["generation"] for r in plain}) == 3
+    assert [r["shape"] for r in plain] == [json.loads(line)["shape"] for line in lines]
+
+
 def test_shape_weights_choose_the_mix() -> None:
     mix = parse_mix([f"{name}=0" for name in parse_mix([])] + ["long-log=1"])
     shapes = {generate_trace(1, i, mix)["shape"] for i in range(10)}

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import reference_impl
+from reference_impl import Generation
 
 from .. import reports
 from ..adapters.base import AdapterError
@@ -112,6 +113,13 @@ def add_commands(sub: Any) -> None:
     )
     gen.add_argument("--traces", type=int, required=True, help="how many traces")
     gen.add_argument("--seed", type=int, default=1, help="the corpus seed (default: 1)")
+    gen.add_argument(
+        "--generation",
+        action="append",
+        choices=[g.value for g in Generation],
+        help="draw configs of this generation only (repeatable; default: every generation), "
+        "e.g. for an implementation that runs one (Kafka 4.x: diverging-epoch)",
+    )
     gen.add_argument(
         "--start", type=int, default=0, help="index of the first trace, to regenerate any trace alone (default: 0)"
     )
@@ -279,6 +287,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
                 compress,
                 import_roots(),
                 args.start_timeout,
+                tuple(args.generation or ()),
             )
         )
     progress = Progress(args.traces, "traces", sys.stderr, enabled=not args.no_progress)
@@ -319,6 +328,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         traces=made,
         steps=steps,
         shapes=mix,
+        **({"generations": list(args.generation)} if args.generation else {}),
         recorded_from=args.record_from or "reference",
         reference_revision=reference_revision(),
         **({"incomplete": {"traces_asked": args.traces}} if interrupted else {}),

@@ -21,7 +21,7 @@ corpus on the reference checks the recording against the spec.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -307,15 +307,17 @@ def parse_mix(specs: list[str]) -> dict[str, float]:
     return mix
 
 
-def draw_config(rng: random.Random) -> Config:
-    """A partition config over the dimensions users need covered."""
+def draw_config(rng: random.Random, generations: Sequence[Generation] = ()) -> Config:
+    """A partition config over the dimensions users need covered; ``generations``: draw
+    the generation among these only (default: every generation, which keeps every seeded
+    corpus and the reference-trace digests as they were)."""
     n = rng.choice((2, 3, 3, 3, 4, 5))
     replicas = ("A", "B", "C", "D", "E")[:n]
     chooser = RandomChooser(rng)
     ranges = TIMER_RANGES
     return Config(
         replicas=replicas,
-        generation=rng.choice(tuple(Generation)),
+        generation=rng.choice(tuple(generations) or tuple(Generation)),
         min_insync_replicas=rng.randint(1, n),
         unclean_leader_election=rng.random() < 0.3,
         replica_lag_time_max_ms=timer(chooser, (1000, 10000, 30000), *ranges["replica_lag_time_max_ms"]),
@@ -360,13 +362,14 @@ def generate_trace(
     index: int,
     mix: Mapping[str, float] | None = None,
     recorder: Recorder | None = None,
+    generations: Sequence[Generation] = (),
 ) -> dict[str, Any]:
     """Trace ``index`` of ``seed``: a corpus record (see ``format.py``)."""
     rng = _rng(seed, index)
     mix = mix or DEFAULT_MIX
     names = [n for n, w in mix.items() if w > 0]
     shape = SHAPES[rng.choices(names, weights=[mix[n] for n in names])[0]]
-    config = draw_config(rng)
+    config = draw_config(rng, generations)
     length = rng.randint(shape.min_steps, shape.max_steps)
     initial = draw_initial(RandomChooser(rng), config, INITIAL_ONE_IN)
     state = initial_state(config, initial)
@@ -503,6 +506,8 @@ class PartTask:
     compress: bool = True
     sys_path: tuple[str, ...] = ()
     start_timeout_s: float = 60.0
+    generations: tuple[str, ...] = ()
+    """Draw configs of these generations only (``--generation``); empty: every one."""
 
 
 def part_name(part: int, compress: bool) -> str:
@@ -559,7 +564,7 @@ def write_part(task: PartTask) -> list[dict[str, Any]]:
     try:
         with opener(tmp, "wt", encoding="utf-8") as f:
             for made, index in enumerate(range(task.start, task.start + task.count), start=1):
-                record = generate_trace(task.seed, index, mix, recorder)
+                record = generate_trace(task.seed, index, mix, recorder, tuple(Generation(g) for g in task.generations))
                 stopped += "recording_stopped" in record["provenance"]
                 steps += len(record["steps"])
                 f.write(dumps(record) + "\n")

@@ -50,13 +50,18 @@ def is_built(directory: Path | None = None) -> bool:
 
 def build(directory: Path | None = None) -> None:
     """Run the Maven build (the first run downloads Kafka from Maven Central)."""
-    d = directory or adapter_dir()
+    maven_package(directory or adapter_dir(), "Kafka", f"set {ENV_DIR} to the adapters/kafka folder", BUILD_COMMAND)
+
+
+def maven_package(d: Path, describes: str, where_hint: str, build_command: str) -> None:
+    """``mvn package`` of one Kafka adapter module (this one or an older line's,
+    ``kafka_lines.py``), with an error that names what is missing or the build's last lines."""
     missing = missing_tools()
     if missing:
         needs = " and ".join(missing)
-        raise KafkaAdapterUnavailable(f"building the Kafka adapter needs {needs} on PATH (JDK 17+, Maven 3.8+)")
+        raise KafkaAdapterUnavailable(f"building the {describes} adapter needs {needs} on PATH (JDK 17+, Maven 3.8+)")
     if not (d / "pom.xml").is_file():
-        raise KafkaAdapterUnavailable(f"no Kafka adapter project at {d} (set {ENV_DIR} to the adapters/kafka folder)")
+        raise KafkaAdapterUnavailable(f"no {describes} adapter project at {d} ({where_hint})")
     done = subprocess.run(
         ["mvn", "-q", "-B", "-f", str(d / "pom.xml"), "package", "-DskipTests"],
         capture_output=True,
@@ -65,7 +70,7 @@ def build(directory: Path | None = None) -> None:
     )
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).splitlines()[-20:])
-        raise KafkaAdapterUnavailable(f"the Kafka adapter build failed ({BUILD_COMMAND}):\n{tail}")
+        raise KafkaAdapterUnavailable(f"the {describes} adapter build failed ({build_command}):\n{tail}")
 
 
 TMPDIR_ENV = "KCONFORM_KAFKA_TMPDIR"

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..adapters.stdio import StdioAdapter
-from .kafka import START_TIMEOUT_S, KafkaAdapterUnavailable, missing_tools
+from .kafka import START_TIMEOUT_S, KafkaAdapterUnavailable, maven_package
 
 
 @dataclass(frozen=True)
@@ -71,24 +70,7 @@ def is_built(line: KafkaLine, directory: Path | None = None) -> bool:
 
 def build(line: KafkaLine, directory: Path | None = None) -> None:
     """Run the line's Maven build (the first run downloads that Kafka from Maven Central)."""
-    d = directory or adapter_dir(line)
-    missing = missing_tools()
-    if missing:
-        needs = " and ".join(missing)
-        raise KafkaAdapterUnavailable(
-            f"building the {line.describes} adapter needs {needs} on PATH (JDK 17+, Maven 3.8+)"
-        )
-    if not (d / "pom.xml").is_file():
-        raise KafkaAdapterUnavailable(f"no {line.describes} adapter project at {d} (set {line.env_dir})")
-    done = subprocess.run(
-        ["mvn", "-q", "-B", "-f", str(d / "pom.xml"), "package", "-DskipTests"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        tail = "\n".join((done.stdout + done.stderr).splitlines()[-20:])
-        raise KafkaAdapterUnavailable(f"the {line.describes} adapter build failed ({line.build_command}):\n{tail}")
+    maven_package(directory or adapter_dir(line), line.describes, f"set {line.env_dir}", line.build_command)
 
 
 def command(line: KafkaLine, directory: Path | None = None) -> list[str]:
