@@ -32,11 +32,7 @@ CONFIG: dict[str, Any] = {
 }
 
 
-CANDIDATE_REFERENCE_ERRORS: dict[str, str] = {
-    "epoch-query-undefined-epoch/diverging-epoch": "step 5: the adapter passes current_leader_epoch -1 as "
-    "Optional.of(-1) where Kafka's request path passes Optional.empty() (RequestUtils.getLeaderEpoch, "
-    "EPOCH-QUERY-3): an adapter mapping, open (docs/kafka.md, 'Not done yet')",
-}
+CANDIDATE_REFERENCE_ERRORS: dict[str, str] = {}
 """Bundled fixtures Kafka fails where the reference or the adapter's mapping may be wrong,
 each with its reason and classified, open, in docs/kafka.md."""
 

@@ -46,8 +46,6 @@ CANDIDATE_REFERENCE_ERRORS = {
     "restarted into a leaderless partition knows epoch -1: SAFE-EPOCHS-INCREASE); RESTART-3 itself agrees",
     "unclean-election-disabled-leaves-partition-offline/leader-epoch": "step 2: same as ctrl-leaderless-epoch-bump "
     "(a broker told 'no leader' stays a follower of the old leader)",
-    "epoch-query-undefined-epoch/leader-epoch": "step 5: an adapter mapping, as on 4.4: current_leader_epoch -1 "
-    "passed as Optional.of(-1) where Kafka's request path passes Optional.empty() (docs/kafka.md, open)",
 }
 """Bundled fixtures Kafka 2.6 fails where the reference looks wrong: each classified in docs/kafka.md,
 with a witness in adapters/kafka-2.6/candidates."""

@@ -1059,7 +1059,14 @@ final class Cluster implements AutoCloseable {
         if (!b.online) {
             throw new Rejected("EPOCH-QUERY-PRE-1", name + " is offline");
         }
-        EpochEndOffset answer = b.partition.lastOffsetForLeaderEpoch(Optional.ofNullable(currentLeaderEpoch), epoch,
+        // the broker's request path reads the wire's current leader epoch as
+        // OffsetsForLeaderEpochRequest does in 2.6 (RequestUtils.getLeaderEpoch over the
+        // struct): -1 (RecordBatch.NO_PARTITION_LEADER_EPOCH) is "none", no fencing
+        Optional<Integer> current = currentLeaderEpoch == null
+                || currentLeaderEpoch == org.apache.kafka.common.record.RecordBatch.NO_PARTITION_LEADER_EPOCH
+            ? Optional.empty()
+            : Optional.of(currentLeaderEpoch);
+        EpochEndOffset answer = b.partition.lastOffsetForLeaderEpoch(current, epoch,
             true);
         Map<String, Object> q = new LinkedHashMap<>();
         q.put("replica", name);

@@ -1143,8 +1143,13 @@ final class Cluster implements AutoCloseable {
         if (!b.online) {
             throw new Rejected("EPOCH-QUERY-PRE-1", name + " is offline");
         }
+        // the broker's request path reads the wire's current leader epoch with
+        // RequestUtils.getLeaderEpoch: -1 (NO_PARTITION_LEADER_EPOCH) is "none", no fencing
+        Optional<Integer> current = currentLeaderEpoch == null
+            ? Optional.empty()
+            : org.apache.kafka.common.requests.RequestUtils.getLeaderEpoch(currentLeaderEpoch);
         OffsetForLeaderEpochResponseData.EpochEndOffset answer = b.partition.lastOffsetForLeaderEpoch(
-            Optional.ofNullable(currentLeaderEpoch), epoch, true);
+            current, epoch, true);
         Map<String, Object> q = new LinkedHashMap<>();
         q.put("replica", name);
         q.put("requested_epoch", epoch);
