@@ -211,7 +211,7 @@ def heartbeat_lapse(d: Draft, replica_id: str) -> None:
             "CTRL-FENCE-PRE-1",
             f"heartbeat_lapse: broker heartbeats and fencing are the KRaft controller's (diverging-epoch); this "
             f"partition runs {d.config.generation.value}, whose ZooKeeper controller bumps the leader epoch "
-            "when it removes a follower (CTRL-FAIL-1)",
+            "when it removes a follower",
         )
     if not replica.online:
         raise StepRejected("CTRL-FENCE-PRE-1", f"heartbeat_lapse: replica {replica_id} is offline")
@@ -232,7 +232,7 @@ def heartbeat_lapse(d: Draft, replica_id: str) -> None:
     d.controller = evolve(ctrl, down=fenced, isr=new_isr, partition_epoch=ctrl.partition_epoch + 1)
     if ctrl.leader is not None:
         # CTRL-FAIL-3: the leader applies the ISR change (metadata, no new epoch) and retries
-        # its HW while the broker is fenced (HW-LEADER-2 does not count it)
+        # its HW while the broker is fenced (the HW's count skips fenced brokers)
         d.fired.append("CTRL-FAIL-3")
         maybe_increment_hw(d, ctrl.leader)
     d.controller = evolve(d.controller, down=ctrl.down)  # unfenced at its next heartbeat

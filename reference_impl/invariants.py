@@ -310,7 +310,7 @@ def _still_increasing(cache: EpochCache, old: EpochCache) -> bool:
     comparison is one C-level tuple comparison)."""
     k = len(old)
     if len(cache) <= k and cache == old[: len(cache)]:
-        return True  # a prefix of an increasing cache (EPOCH-CACHE-2)
+        return True  # a prefix of an increasing cache (entries dropped from the end)
     start = k - 1 if k and cache[:k] == old else 0
     return all(e1 < e2 and o1 < o2 for (e1, o1), (e2, o2) in itertools.pairwise(cache[start:]))
 

@@ -99,7 +99,7 @@ def observe_replica(
             rendered_cache = seen["epoch_cache"]
         elif len(cache) >= len(old_cache) and cache[: len(old_cache)] == old_cache:  # entries added
             rendered_cache = seen["epoch_cache"] + epoch_cache.render(cache[len(old_cache) :])
-        elif cache == old_cache[: len(cache)]:  # entries dropped from the end (EPOCH-CACHE-2)
+        elif cache == old_cache[: len(cache)]:  # entries dropped from the end (a truncation)
             rendered_cache = seen["epoch_cache"][: len(cache)]
     if records is None:
         records = LogRecords(log.rendered(replica.log_start), log) if shared else log.rendered(replica.log_start)
