@@ -51,17 +51,22 @@ CANDIDATE_REFERENCE_ERRORS = {
 with a witness in adapters/kafka-2.6/candidates."""
 
 
-@pytest.fixture(scope="session")
-def built() -> Path:
+def _built_or_skip(line: kafka_lines.KafkaLine) -> Path:
+    """The line's module folder, built if needed; the test skips with the reason when it cannot be."""
     missing = kafka_impl.missing_tools()
     if missing:
-        pytest.skip(f"the Kafka 2.6 adapter needs {' and '.join(missing)} (JDK 17+, Maven 3.8+)")
-    if not kafka_lines.is_built(LINE):
+        pytest.skip(f"the {line.describes} adapter needs {' and '.join(missing)} (JDK 17+, Maven 3.8+)")
+    if not kafka_lines.is_built(line):
         try:
-            kafka_lines.build(LINE)
+            kafka_lines.build(line)
         except kafka_impl.KafkaAdapterUnavailable as exc:
-            pytest.skip(f"the Kafka 2.6 adapter cannot be built here: {exc}")
-    return kafka_lines.adapter_dir(LINE)
+            pytest.skip(f"the {line.describes} adapter cannot be built here: {exc}")
+    return kafka_lines.adapter_dir(line)
+
+
+@pytest.fixture(scope="session")
+def built() -> Path:
+    return _built_or_skip(LINE)
 
 
 @pytest.fixture()
@@ -204,15 +209,7 @@ OLD_CANDIDATE_REFERENCE_ERRORS = {
 
 @pytest.fixture(scope="session")
 def built_010() -> Path:
-    missing = kafka_impl.missing_tools()
-    if missing:
-        pytest.skip(f"the Kafka 0.10 adapter needs {' and '.join(missing)} (JDK 17+, Maven 3.8+)")
-    if not kafka_lines.is_built(OLD):
-        try:
-            kafka_lines.build(OLD)
-        except kafka_impl.KafkaAdapterUnavailable as exc:
-            pytest.skip(f"the Kafka 0.10 adapter cannot be built here: {exc}")
-    return kafka_lines.adapter_dir(OLD)
+    return _built_or_skip(OLD)
 
 
 @pytest.fixture()
