@@ -1,81 +1,89 @@
-"""``apply(state, step) -> state``: the one entry point, dispatching on the step type.
+"""``apply(state, step) -> state``: the one entry point, dispatching on the step table.
 
 Every step goes through the same route: check the replica it names (STEP-PRE-1), open a
 ``Draft`` of the state (with no fired rules yet), run the step's action on it, and
 freeze the draft into the new state. A step whose precondition fails raises
 ``StepRejected`` naming the rule; the input state is untouched (it is immutable).
+
+The action of each kind, and the function stating its precondition, are the ones its
+row of ``steps.STEP_KINDS`` names: a new kind is dispatched here without a line of this
+module. ``ACTIONS`` and ``REFUSALS`` map step classes to those functions (the knockouts
+of conformance/search/knockout.py replace entries of these dicts).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable
+from dataclasses import fields
+from operator import attrgetter
 from typing import Any
 
-from . import broker, clock, consumer, controller, epoch_leader, follower, isr, producer
-from .draft import Draft, open_draft
+from .draft import Draft, Readable, open_draft
 from .errors import StepRejected
 from .state import State
-from .steps import (
-    Consume,
-    Crash,
-    DeliverAlterPartition,
-    DeliverEpoch,
-    DeliverFetch,
-    DeliverLeaderAndIsr,
-    Elect,
-    EpochQuery,
-    EpochRequest,
-    EpochRound,
-    Fetch,
-    FetchRound,
-    HeartbeatLapse,
-    IsrExpiration,
-    Produce,
-    Restart,
-    Step,
-    Tick,
-)
+from .steps import STEP_KINDS, Step
 
 
-def _fetch_round(d: Draft, step: FetchRound) -> None:
-    """FETCH-ROUND-1: send a fetch; deliver its response if the leader answered at once."""
-    d.fired.append("FETCH-ROUND-1")
-    follower.send_fetch(d, step.replica, step.max_records, step.max_wait_ms)
-    if any(r.dst == step.replica for r in d.fetch_responses):
-        follower.deliver_fetch(d, step.replica)
+def _function(path: str) -> Callable[..., Any]:
+    """``module.function`` under ``reference_impl``."""
+    module, _, name = path.partition(".")
+    function: Callable[..., Any] = getattr(importlib.import_module(f"{__package__}.{module}"), name)
+    return function
 
 
-def _epoch_round(d: Draft, step: EpochRound) -> None:
-    """EPOCH-ROUND-1: send OffsetsForLeaderEpoch and deliver the answer."""
-    d.fired.append("EPOCH-ROUND-1")
-    follower.send_epoch_request(d, step.replica)
-    if any(r.dst == step.replica for r in d.epoch_responses):
-        follower.deliver_epoch(d, step.replica)
+def _arguments(cls: type, function: Callable[..., Any]) -> Callable[[Any], tuple[Any, ...]]:
+    """How a step is passed to ``function`` after the draft: the step itself when the
+    parameter is named ``step``, otherwise its fields in order."""
+    if function.__code__.co_varnames[1] == "step":
+        return lambda step: (step,)
+    names = [f.name for f in fields(cls)]
+    if len(names) == 1:
+        get = attrgetter(names[0])
+        return lambda step: (get(step),)
+    many: Callable[[Any], tuple[Any, ...]] = attrgetter(*names)
+    return many
 
 
-ACTIONS: dict[type, Callable[[Draft, Any], None]] = {
-    Produce: producer.produce,
-    Fetch: lambda d, step: follower.send_fetch(d, step.replica, step.max_records, step.max_wait_ms),
-    DeliverFetch: lambda d, step: follower.deliver_fetch(d, step.replica),
-    FetchRound: _fetch_round,
-    EpochRequest: lambda d, step: follower.send_epoch_request(d, step.replica),
-    DeliverEpoch: lambda d, step: follower.deliver_epoch(d, step.replica),
-    EpochRound: _epoch_round,
-    EpochQuery: lambda d, step: epoch_leader.answer_epoch_query(d, step.replica, step.epoch, step.current_leader_epoch),
-    Tick: lambda d, step: clock.tick(d, step.ms),
-    IsrExpiration: lambda d, step: isr.run_isr_expiration(d, step.replica),
-    DeliverAlterPartition: lambda d, step: controller.deliver_alter_partition(d, step.replica),
-    HeartbeatLapse: lambda d, step: controller.heartbeat_lapse(d, step.replica),
-    Crash: lambda d, step: broker.crash(d, step.replica, step.unflushed_from),
-    Restart: lambda d, step: broker.restart(d, step.replica),
-    Elect: controller.elect,
-    DeliverLeaderAndIsr: lambda d, step: controller.deliver_leader_and_isr(d, step.replica),
-    Consume: consumer.consume,
+ACTIONS: dict[type, Callable[..., None]] = {row.cls: _function(row.action) for row in STEP_KINDS}
+"""Step class -> the function performing it (its row's ``action``)."""
+
+REFUSALS: dict[type, Callable[..., StepRejected | None]] = {
+    row.cls: _function(row.refused) for row in STEP_KINDS if row.refused is not None
 }
+"""Step class -> the function stating its precondition (its row's ``refused``)."""
 
+_ARGUMENTS: dict[type, Callable[[Any], tuple[Any, ...]]] = {
+    row.cls: _arguments(row.cls, ACTIONS[row.cls]) for row in STEP_KINDS
+}
+REFUSAL_ARGUMENTS: dict[type, Callable[[Any], tuple[Any, ...]]] = {
+    cls: _arguments(cls, function) for cls, function in REFUSALS.items()
+}
+"""Step class -> how its step is passed to its refusal (the fields in order, or the step)."""
 
 _NAMES_A_REPLICA = frozenset(cls for cls in ACTIONS if "replica" in getattr(cls, "__dataclass_fields__", ()))
 """The step kinds with a ``replica`` field (STEP-PRE-1 checks it)."""
+
+
+def _unknown_replica(state: Readable, step: Step) -> StepRejected | None:
+    """STEP-PRE-1: a step names a replica of the partition."""
+    if type(step) in _NAMES_A_REPLICA:
+        replica = step.replica  # type: ignore[union-attr]
+        if replica is not None and replica not in state.config.position:
+            return StepRejected(
+                "STEP-PRE-1", f"{step.kind}: unknown replica {replica!r} (replicas: {list(state.config.replicas)})"
+            )
+    return None
+
+
+def refused(state: State, step: Step) -> StepRejected | None:
+    """Why ``step`` is refused in ``state`` (the rejection ``apply`` would raise), or None:
+    its precondition, as its own rule module states it, read without applying anything."""
+    cls = type(step)
+    if (unknown := _unknown_replica(state, step)) is not None:
+        return unknown
+    refusal = REFUSALS.get(cls)
+    return None if refusal is None else refusal(state, *REFUSAL_ARGUMENTS[cls](step))
 
 
 def apply(state: State, step: Step) -> State:
@@ -84,14 +92,10 @@ def apply(state: State, step: Step) -> State:
     action = ACTIONS.get(cls)
     if action is None:
         raise TypeError(f"not a step: {step!r}")
-    if cls in _NAMES_A_REPLICA:
-        replica = step.replica  # type: ignore[union-attr]
-        if replica is not None and replica not in state.config.position:
-            raise StepRejected(
-                "STEP-PRE-1", f"{step.kind}: unknown replica {replica!r} (replicas: {list(state.config.replicas)})"
-            )
+    if (unknown := _unknown_replica(state, step)) is not None:
+        raise unknown
     draft = open_draft(state)
-    action(draft, step)
+    action(draft, *_ARGUMENTS[cls](step))
     return draft.freeze()
 
 
@@ -99,3 +103,6 @@ def run(state: State, steps: Iterable[Step]) -> State:
     for step in steps:
         state = apply(state, step)
     return state
+
+
+__all__ = ["ACTIONS", "REFUSALS", "REFUSAL_ARGUMENTS", "Draft", "apply", "refused", "run"]

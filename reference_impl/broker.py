@@ -11,7 +11,7 @@ from __future__ import annotations
 from . import epoch_cache
 from .alter_partition import drop_proposals
 from .controller import handle_failures
-from .draft import Draft
+from .draft import Draft, Readable
 from .errors import StepRejected
 from .fetch_purgatory import abort_parked_fetches
 from .purgatory import fail_pending_produces
@@ -21,12 +21,24 @@ from .state import FETCHING, NO_ROLE
 from .values import evolve
 
 
+def crash_refused(s: Readable, replica_id: str, unflushed_from: int | None = None) -> StepRejected | None:
+    """CRASH-PRE-1: only a live broker crashes, and a power failure loses at most its whole log."""
+    replica = s.replicas[s.config.position[replica_id]]
+    if not replica.online:
+        return StepRejected("CRASH-PRE-1", f"crash: replica {replica_id} is already offline")
+    if unflushed_from is not None and unflushed_from > replica.leo:
+        return StepRejected(
+            "CRASH-PRE-1", f"crash: unflushed_from={unflushed_from} is past {replica_id}'s LEO {replica.leo}"
+        )
+    return None
+
+
 def crash(d: Draft, replica_id: str, unflushed_from: int | None = None) -> None:
     """CRASH-1: the broker dies. CRASH-2: with ``unflushed_from``, a power failure also
     loses the log's unflushed tail (log recovery truncates it and the epoch cache)."""
+    if (refused := crash_refused(d, replica_id, unflushed_from)) is not None:
+        raise refused
     replica = d.replicas[d.position[replica_id]]
-    if not replica.online:
-        raise StepRejected("CRASH-PRE-1", f"crash: replica {replica_id} is already offline")
     abort_parked_fetches(d, replica_id, error=None)
     fail_pending_produces(d, replica_id, "NETWORK_EXCEPTION", "PRODUCE-6")
     # Its own parked fetches at other leaders stay parked there: that leader does
@@ -42,10 +54,6 @@ def crash(d: Draft, replica_id: str, unflushed_from: int | None = None) -> None:
     d.put(evolve(replica, online=False, role=NO_ROLE, progress=(), fetch_state=FETCHING))
     d.fired.append("CRASH-1")
     if unflushed_from is not None:
-        if unflushed_from > replica.leo:
-            raise StepRejected(
-                "CRASH-PRE-1", f"crash: unflushed_from={unflushed_from} is past {replica_id}'s LEO {replica.leo}"
-            )
         truncate(d, replica_id, unflushed_from, rule="CRASH-2", recovery=True)
         if unflushed_from < replica.leo:
             d.power_failures += 1
@@ -55,14 +63,21 @@ def crash(d: Draft, replica_id: str, unflushed_from: int | None = None) -> None:
         # The HW checkpoint may now point past the log; restart clamps it (RESTART-1).
 
 
+def restart_refused(s: Readable, replica_id: str) -> StepRejected | None:
+    """RESTART-PRE-1: only a broker that is down starts again."""
+    if s.replicas[s.config.position[replica_id]].online:
+        return StepRejected("RESTART-PRE-1", f"restart: replica {replica_id} is online")
+    return None
+
+
 def restart(d: Draft, replica_id: str) -> None:
     """RESTART-1: the broker starts, HW = its checkpoint (clamped to the LEO), and takes
     the role the controller gives it now. RESTART-2: if the controller had not handled the
     broker's failure yet, it handles it first (CTRL-FAIL-*). RESTART-3: loading the log
     drops the epoch-cache entries that start at or after the recovered LEO."""
+    if (refused := restart_refused(d, replica_id)) is not None:
+        raise refused
     replica = d.replicas[d.position[replica_id]]
-    if replica.online:
-        raise StepRejected("RESTART-PRE-1", f"restart: replica {replica_id} is online")
     if d.controller.leader == replica_id:
         # RESTART-2: ZooKeeper 2.2+ (KIP-380) sees a bounced broker by its new broker epoch
         # and runs onBrokerFailure before onBrokerStartup; a broker cannot re-register while

@@ -10,7 +10,7 @@ leader's AlterPartition.
 from __future__ import annotations
 
 from .alter_partition import drop_proposals
-from .draft import Draft
+from .draft import Draft, Readable
 from .errors import StepRejected
 from .fetch_purgatory import abort_parked_fetches
 from .hw_advance import maybe_increment_hw
@@ -23,10 +23,10 @@ from .steps import Elect
 from .values import evolve
 
 
-def unhandled_failures(d: Draft) -> list[str]:
+def unhandled_failures(s: Readable) -> list[str]:
     """Offline brokers whose failure the controller has not handled yet, in replica order."""
-    down = d.controller.down
-    return [r.id for r in d.replicas if not r.online and r.id not in down]  # replicas are in replica order
+    down = s.controller.down
+    return [r.id for r in s.replicas if not r.online and r.id not in down]  # replicas are in replica order
 
 
 def handle_failures(d: Draft, notify: tuple[str, ...] | None, prefer: str | None = None) -> None:
@@ -154,20 +154,41 @@ def _deliver_all_queued(d: Draft, replica_id: str) -> None:
         apply_leader_and_isr(d, message)
 
 
-def elect(d: Draft, step: Elect, prefer: str | None = None) -> None:
-    """CTRL-ELECT-*: without ``leader``, the controller handles the brokers that failed
-    (CTRL-FAIL-*) and elects for an offline partition; with ``leader``, a controlled
-    election. Both bump the epoch and send LeaderAndIsr. ``prefer``: see ``_offline_election``."""
-    ctrl = d.controller
-    replicas = d.config.replicas
+def elect_refused(s: Readable, step: Elect) -> StepRejected | None:
+    """CTRL-ELECT-PRE-1: an election without ``leader`` needs work (no live leader, or a
+    broker failure not handled yet). CTRL-ELECT-4: a controlled election names a live ISR
+    member."""
+    ctrl = s.controller
     if step.leader is None:
-        pending = unhandled_failures(d)
-        if ctrl.leader is not None and not pending and d.replicas[d.position[ctrl.leader]].online:
-            raise StepRejected(
+        if ctrl.leader is not None and not unhandled_failures(s) and s.replicas[s.config.position[ctrl.leader]].online:
+            return StepRejected(
                 "CTRL-ELECT-PRE-1",
                 f"elect: the leader {ctrl.leader} is alive and no broker failure is pending; "
                 "name a leader for a controlled election",
             )
+        return None
+    if step.leader not in s.config.position:
+        return StepRejected("CTRL-ELECT-4", f"elect: unknown replica {step.leader!r}")
+    if not s.replicas[s.config.position[step.leader]].online:
+        return StepRejected("CTRL-ELECT-4", f"elect: replica {step.leader} is offline")
+    if step.leader not in ctrl.isr:
+        return StepRejected(
+            "CTRL-ELECT-4",
+            f"elect: replica {step.leader} is not in the ISR {list(ctrl.isr)}; "
+            "a controlled election picks an ISR member",
+        )
+    return None
+
+
+def elect(d: Draft, step: Elect, prefer: str | None = None) -> None:
+    """CTRL-ELECT-*: without ``leader``, the controller handles the brokers that failed
+    (CTRL-FAIL-*) and elects for an offline partition; with ``leader``, a controlled
+    election. Both bump the epoch and send LeaderAndIsr. ``prefer``: see ``_offline_election``."""
+    if (refused := elect_refused(d, step)) is not None:
+        raise refused
+    ctrl = d.controller
+    if step.leader is None:
+        pending = unhandled_failures(d)
         if pending:
             handle_failures(d, step.notify, prefer)
             return
@@ -177,21 +198,30 @@ def elect(d: Draft, step: Elect, prefer: str | None = None) -> None:
         _send_leader_and_isr(d, ctrl, step.notify)
         return
     online = [r.id for r in d.replicas if r.online]
-    # CTRL-ELECT-4: controlled election of a named live ISR member.
-    if step.leader not in replicas:
-        raise StepRejected("CTRL-ELECT-4", f"elect: unknown replica {step.leader!r}")
-    if step.leader not in online:
-        raise StepRejected("CTRL-ELECT-4", f"elect: replica {step.leader} is offline")
-    if step.leader not in ctrl.isr:
-        raise StepRejected(
-            "CTRL-ELECT-4",
-            f"elect: replica {step.leader} is not in the ISR {list(ctrl.isr)}; "
-            "a controlled election picks an ISR member",
-        )
     # CTRL-ELECT-5: epoch + 1, and LeaderAndIsr to every live broker.
     d.controller = evolve(ctrl, leader=step.leader, epoch=ctrl.epoch + 1, partition_epoch=ctrl.partition_epoch + 1)
     d.fired.extend(("CTRL-ELECT-4", "CTRL-ELECT-5"))
     _send_leader_and_isr(d, ctrl, step.notify, online)
+
+
+def heartbeat_lapse_refused(s: Readable, replica_id: str) -> StepRejected | None:
+    """CTRL-FENCE-PRE-1: only under the KRaft controller, only a live follower."""
+    if s.config.profile.isr_removal_bumps_leader_epoch:
+        return StepRejected(
+            "CTRL-FENCE-PRE-1",
+            f"heartbeat_lapse: broker heartbeats and fencing are the KRaft controller's (diverging-epoch); this "
+            f"partition runs {s.config.generation.value}, whose ZooKeeper controller bumps the leader epoch "
+            "when it removes a follower",
+        )
+    if not s.replicas[s.config.position[replica_id]].online:
+        return StepRejected("CTRL-FENCE-PRE-1", f"heartbeat_lapse: replica {replica_id} is offline")
+    if s.controller.leader == replica_id:
+        return StepRejected(
+            "CTRL-FENCE-PRE-1",
+            f"heartbeat_lapse: {replica_id} leads; fencing a live leader elects another while it still runs, "
+            "which is not modelled (write crash, then elect)",
+        )
+    return None
 
 
 def heartbeat_lapse(d: Draft, replica_id: str) -> None:
@@ -204,23 +234,9 @@ def heartbeat_lapse(d: Draft, replica_id: str) -> None:
     ``ReplicationControlManager.handleBrokerFenced`` / ``handleBrokerUnfenced`` →
     ``generateLeaderAndIsrUpdates`` → ``PartitionChangeBuilder`` (no leader-epoch bump for
     an ISR shrink, MV 3.6-IV0+, KAFKA-15021); ``Partition.isReplicaIsrEligible`` (KIP-841)."""
-    replica = d.replicas[d.position[replica_id]]
+    if (refused := heartbeat_lapse_refused(d, replica_id)) is not None:
+        raise refused
     ctrl = d.controller
-    if d.profile.isr_removal_bumps_leader_epoch:
-        raise StepRejected(
-            "CTRL-FENCE-PRE-1",
-            f"heartbeat_lapse: broker heartbeats and fencing are the KRaft controller's (diverging-epoch); this "
-            f"partition runs {d.config.generation.value}, whose ZooKeeper controller bumps the leader epoch "
-            "when it removes a follower",
-        )
-    if not replica.online:
-        raise StepRejected("CTRL-FENCE-PRE-1", f"heartbeat_lapse: replica {replica_id} is offline")
-    if ctrl.leader == replica_id:
-        raise StepRejected(
-            "CTRL-FENCE-PRE-1",
-            f"heartbeat_lapse: {replica_id} leads; fencing a live leader elects another while it still runs, "
-            "which is not modelled (write crash, then elect)",
-        )
     d.fired.append("CTRL-FENCE-1")
     new_isr = tuple([r for r in ctrl.isr if r != replica_id])
     if replica_id not in ctrl.isr:
@@ -238,6 +254,13 @@ def heartbeat_lapse(d: Draft, replica_id: str) -> None:
     d.controller = evolve(d.controller, down=ctrl.down)  # unfenced at its next heartbeat
 
 
+def deliver_alter_partition_refused(s: Readable, replica_id: str) -> StepRejected | None:
+    """ISR-ALTER-PRE-1: an ISR proposal of leader ``replica_id`` is in flight."""
+    if not any(p.leader == replica_id for p in s.alter_partitions):
+        return StepRejected("ISR-ALTER-PRE-1", f"deliver_alter_partition: no ISR proposal of {replica_id} is in flight")
+    return None
+
+
 def deliver_alter_partition(d: Draft, replica_id: str) -> None:
     """ISR-ALTER-PRE-1: the proposal of leader ``replica_id`` reaches the controller, which
     answers it; the answer reaches the leader in the same step.
@@ -250,9 +273,9 @@ def deliver_alter_partition(d: Draft, replica_id: str) -> None:
     ``ReplicationControlManager.alterPartition``). ISR-ALTER-3: the leader then retries its
     HW (``Partition.handleAlterPartitionUpdate``, 3.1+, KAFKA-13091). ISR-ALTER-4: on a
     refusal the leader returns to the committed ISR."""
-    proposal = next((p for p in d.alter_partitions if p.leader == replica_id), None)
-    if proposal is None:
-        raise StepRejected("ISR-ALTER-PRE-1", f"deliver_alter_partition: no ISR proposal of {replica_id} is in flight")
+    if (refused := deliver_alter_partition_refused(d, replica_id)) is not None:
+        raise refused
+    proposal = next(p for p in d.alter_partitions if p.leader == replica_id)
     d.alter_partitions = tuple([p for p in d.alter_partitions if p is not proposal])
     ctrl = d.controller
     error = None
@@ -270,11 +293,18 @@ def deliver_alter_partition(d: Draft, replica_id: str) -> None:
     maybe_increment_hw(d, replica_id)
 
 
+def deliver_leader_and_isr_refused(s: Readable, replica_id: str) -> StepRejected | None:
+    """LAI-PRE-1: a LeaderAndIsr is in flight to ``replica_id``."""
+    if not any(m.dst == replica_id for m in s.leader_and_isr):
+        return StepRejected("LAI-PRE-1", f"deliver_leader_and_isr: none is in flight to {replica_id}")
+    return None
+
+
 def deliver_leader_and_isr(d: Draft, replica_id: str) -> None:
     """LAI-PRE-1: the oldest LeaderAndIsr in flight to ``replica_id`` arrives."""
-    message = next((m for m in d.leader_and_isr if m.dst == replica_id), None)
-    if message is None:
-        raise StepRejected("LAI-PRE-1", f"deliver_leader_and_isr: none is in flight to {replica_id}")
+    if (refused := deliver_leader_and_isr_refused(d, replica_id)) is not None:
+        raise refused
+    message = next(m for m in d.leader_and_isr if m.dst == replica_id)
     d.leader_and_isr = tuple([m for m in d.leader_and_isr if m is not message])
     apply_leader_and_isr(d, message)
 

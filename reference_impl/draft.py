@@ -119,3 +119,10 @@ def open_draft(state: State) -> Draft:
 
 
 _new = object.__new__
+
+
+Readable = State | Draft
+"""What a step's precondition reads (a ``*_refused`` function of a rule module): the state
+before the step when ``enabled_steps`` asks, the step's own draft when the action asks.
+Both have the ``State`` fields; a precondition reads them only through ``config``,
+``replicas``, ``controller`` and the in-flight message fields."""

@@ -1,126 +1,81 @@
 """The steps enabled in a state: the choices a generator (or a model checker) has.
 
-``candidate_steps`` lists a few representative steps (tick lengths, acks levels);
-``enabled_steps`` keeps those whose preconditions hold, read straight from the spec's
-PRE rules (STEP-PRE-1, PRODUCE-PRE-1, FETCH-PRE-1, EPOCH-PRE-1, EPOCH-QUERY-PRE-1, the
-DELIVER-PRE rules, ISR-SHRINK-PRE-1, ISR-ALTER-PRE-1, CRASH-PRE-1, RESTART-PRE-1,
-CTRL-ELECT-PRE-1, CTRL-ELECT-4, CTRL-FENCE-PRE-1, LAI-PRE-1) without applying
+``candidate_steps`` lists a few representative steps of every kind but the rounds, from
+the step table: each field takes its ``samples`` (``steps.FIELDS``: the replicas, both
+acks levels, two tick lengths, the current epoch) or its default. ``enabled_steps``
+keeps those whose precondition holds, asked of the function each kind's rule module
+states it in (``apply.REFUSALS``: the kinds' PRE rules), without applying
 anything. ``tests/test_enabled.py`` checks it against trying each candidate on the
 reference, on random states.
+
+The order is the table's: first the steps that name no replica (a produce, a tick, a
+consume, an election of the controller's choice), then each replica's steps in turn.
 """
 
 from __future__ import annotations
 
-from .state import FOLLOWER, TRUNCATING, State
-from .steps import (
-    Consume,
-    Crash,
-    DeliverAlterPartition,
-    DeliverEpoch,
-    DeliverFetch,
-    DeliverLeaderAndIsr,
-    Elect,
-    EpochQuery,
-    EpochRequest,
-    Fetch,
-    HeartbeatLapse,
-    IsrExpiration,
-    Produce,
-    Restart,
-    Step,
-    Tick,
+from dataclasses import MISSING, fields
+from functools import lru_cache
+from itertools import product
+from typing import cast
+
+from .apply import REFUSAL_ARGUMENTS, REFUSALS
+from .state import State
+from .steps import FIELDS, STEP_KINDS, Step
+
+_SAMPLED = tuple(
+    (row.cls, tuple((f.name, FIELDS[f.name]) for f in fields(row.cls) if FIELDS[f.name].samples is not None))
+    for row in STEP_KINDS
+    if row.round_of is None
 )
+"""Each candidate kind's class and its sampled fields (the rest keep their defaults)."""
+
+_UNSAMPLED_REQUIRED = [
+    (row.kind, f.name)
+    for row in STEP_KINDS
+    for f in fields(row.cls)
+    if row.round_of is None and f.default is MISSING and FIELDS[f.name].samples is None
+]
+if _UNSAMPLED_REQUIRED:
+    raise TypeError(f"required step fields without samples (steps.FIELDS): {_UNSAMPLED_REQUIRED}")
+
+
+_SAMPLERS = {name: spec for _, sampled in _SAMPLED for name, spec in sampled}
+"""The sampled fields by name: what the candidates of a state depend on."""
 
 
 def candidate_steps(state: State) -> list[Step]:
-    cfg = state.config
-    seq = len(state.produces) + 1
-    steps: list[Step] = [
-        Produce(values=(f"v{seq}",), acks="all"),
-        Produce(values=(f"v{seq}",), acks="1"),
-        Tick(ms=cfg.replica_fetch_wait_max_ms),
-        Tick(ms=cfg.replica_lag_time_max_ms // 2),
-        Consume(offset=0),
-        Elect(),
-    ]
-    for name in cfg.replicas:
-        steps += [
-            Fetch(replica=name),
-            DeliverFetch(replica=name),
-            EpochRequest(replica=name),
-            DeliverEpoch(replica=name),
-            Crash(replica=name),
-            Restart(replica=name),
-            DeliverLeaderAndIsr(replica=name),
-            Elect(leader=name),
-            EpochQuery(replica=name, epoch=state.controller.epoch),
-            IsrExpiration(replica=name),
-            DeliverAlterPartition(replica=name),
-            HeartbeatLapse(replica=name),
-        ]
-    return steps
+    """Representative steps of every kind but the rounds, enabled or not, in table order
+    (the steps naming no replica first, then each replica's)."""
+    samples = tuple((name, tuple(spec.samples(state))) for name, spec in _SAMPLERS.items())  # type: ignore[misc]
+    return list(_candidates(samples, state.config.replicas))
 
 
-def _follows_live_leader(state: State, name: str) -> bool:
-    """The common part of FETCH-PRE-1 and EPOCH-PRE-1."""
-    replica = state.replica(name)
-    return (
-        replica.online
-        and replica.role is FOLLOWER
-        and replica.leader is not None
-        and state.replica(replica.leader).online
-    )
+@lru_cache(maxsize=256)
+def _candidates(samples: tuple[tuple[str, tuple[object, ...]], ...], replicas: tuple[str, ...]) -> tuple[Step, ...]:
+    """The candidates for these field samples (a state's candidates depend on nothing
+    else, so states that agree on them share one tuple of steps)."""
+    values = dict(samples)
+    general: list[Step] = []
+    by_replica: dict[str, list[Step]] = {name: [] for name in replicas}
+    for cls, sampled in _SAMPLED:
+        choices = [[(name, value) for value in values[name]] for name, _ in sampled]
+        for combination in product(*choices):
+            step: Step = cls(**dict(combination))
+            owner = next((value for (name, value) in combination if FIELDS[name].replicas and value is not None), None)
+            (general if owner is None else by_replica[cast(str, owner)]).append(step)
+    return (*general, *(step for steps in by_replica.values() for step in steps))
 
 
 def enabled_steps(state: State) -> list[Step]:
-    """Every candidate step whose precondition holds in ``state``, in candidate order."""
-    cfg = state.config
-    ctrl = state.controller
-    seq = len(state.produces) + 1
-    steps: list[Step] = []
-    if state.produces.find(f"p{seq}") is None:  # PRODUCE-PRE-1: the automatic id is free
-        steps += [Produce(values=(f"v{seq}",), acks="all"), Produce(values=(f"v{seq}",), acks="1")]
-    steps += [Tick(ms=cfg.replica_fetch_wait_max_ms), Tick(ms=cfg.replica_lag_time_max_ms // 2), Consume(offset=0)]
-    unhandled = any(not r.online and r.id not in ctrl.down for r in state.replicas)
-    if ctrl.leader is None or unhandled:  # CTRL-ELECT-PRE-1
-        steps.append(Elect())
-    fetch_to = {r.dst for r in state.fetch_responses}
-    epoch_to = {r.dst for r in state.epoch_responses}
-    lai_to = {m.dst for m in state.leader_and_isr}
-    asks_epoch = cfg.profile.asks_epoch_before_fetch
-    keeps_cache = cfg.profile.keeps_epoch_cache
-    proposing = {p.leader for p in state.alter_partitions}
-    kraft = not cfg.profile.isr_removal_bumps_leader_epoch
-    for replica in state.replicas:
-        name = replica.id
-        following = _follows_live_leader(state, name)
-        if (
-            following
-            and replica.fetch_state is not TRUNCATING
-            and name not in fetch_to
-            and not any(p.follower == name and p.incarnation == replica.incarnation for p in state.parked_fetches)
-        ):  # FETCH-PRE-1
-            steps.append(Fetch(replica=name))
-        if name in fetch_to:  # FETCH-DELIVER-PRE-1
-            steps.append(DeliverFetch(replica=name))
-        if asks_epoch and following and replica.fetch_state is TRUNCATING and name not in epoch_to:
-            steps.append(EpochRequest(replica=name))  # EPOCH-PRE-1
-        if name in epoch_to:  # EPOCH-DELIVER-PRE-1
-            steps.append(DeliverEpoch(replica=name))
-        if replica.online:  # CRASH-PRE-1
-            steps.append(Crash(replica=name))
-        else:  # RESTART-PRE-1
-            steps.append(Restart(replica=name))
-        if name in lai_to:  # LAI-PRE-1
-            steps.append(DeliverLeaderAndIsr(replica=name))
-        if replica.online and name in ctrl.isr:  # CTRL-ELECT-4
-            steps.append(Elect(leader=name))
-        if keeps_cache and replica.online:  # EPOCH-QUERY-PRE-1
-            steps.append(EpochQuery(replica=name, epoch=ctrl.epoch))
-        if replica.online:  # ISR-SHRINK-PRE-1
-            steps.append(IsrExpiration(replica=name))
-        if name in proposing:  # ISR-ALTER-PRE-1
-            steps.append(DeliverAlterPartition(replica=name))
-        if kraft and replica.online and name != ctrl.leader:  # CTRL-FENCE-PRE-1
-            steps.append(HeartbeatLapse(replica=name))
-    return steps
+    """Every candidate step whose precondition holds in ``state``, in candidate order.
+    (Candidates name only the partition's replicas, so STEP-PRE-1 holds for each: the
+    kind's own precondition is asked directly, through ``apply.REFUSALS``, which the
+    knockouts patch.)"""
+    out: list[Step] = []
+    for step in candidate_steps(state):
+        cls = type(step)
+        refusal = REFUSALS.get(cls)
+        if refusal is None or refusal(state, *REFUSAL_ARGUMENTS[cls](step)) is None:
+            out.append(step)
+    return out

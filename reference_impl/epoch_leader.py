@@ -4,7 +4,7 @@ leader-epoch only) and a client's query for a chosen epoch (EPOCH-QUERY-*)."""
 from __future__ import annotations
 
 from . import epoch_cache
-from .draft import Draft
+from .draft import Draft, Readable
 from .errors import StepRejected
 from .leader_fetch import fencing_error
 from .messages import EpochResponse
@@ -45,6 +45,22 @@ def handle_epoch_request(
     d.epoch_responses = (*d.epoch_responses, response)
 
 
+def epoch_query_refused(
+    s: Readable, replica_id: str, requested_epoch: int, current_epoch: int | None = None
+) -> StepRejected | None:
+    """EPOCH-QUERY-PRE-1: OffsetsForLeaderEpoch exists (leader-epoch and later) and the
+    broker asked is up."""
+    if not s.config.profile.keeps_epoch_cache:
+        return StepRejected(
+            "EPOCH-QUERY-PRE-1",
+            f"epoch_query: OffsetsForLeaderEpoch exists from Kafka 0.11 (KIP-101); "
+            f"this partition runs {s.config.generation.value}",
+        )
+    if not s.replicas[s.config.position[replica_id]].online:
+        return StepRejected("EPOCH-QUERY-PRE-1", f"epoch_query: replica {replica_id} is offline")
+    return None
+
+
 def answer_epoch_query(d: Draft, replica_id: str, requested_epoch: int, current_epoch: int | None) -> None:
     """EPOCH-QUERY-1/2: any broker asked for the end offset of ``requested_epoch`` answers
     as a leader answers a follower: KIP-320 fencing when the query carries a current
@@ -53,15 +69,9 @@ def answer_epoch_query(d: Draft, replica_id: str, requested_epoch: int, current_
     / ``Partition.lastOffsetForLeaderEpoch`` (fetchOnlyFromLeader = true). EPOCH-QUERY-3:
     -1 is Kafka's undefined epoch on the wire: as ``current_leader_epoch`` it means none
     (``RequestUtils.getLeaderEpoch``), as ``epoch`` it gets ``(-1, -1)`` and no error."""
-    if not d.profile.keeps_epoch_cache:
-        raise StepRejected(
-            "EPOCH-QUERY-PRE-1",
-            f"epoch_query: OffsetsForLeaderEpoch exists from Kafka 0.11 (KIP-101); "
-            f"this partition runs {d.config.generation.value}",
-        )
+    if (refused := epoch_query_refused(d, replica_id, requested_epoch, current_epoch)) is not None:
+        raise refused
     replica = d.replicas[d.position[replica_id]]
-    if not replica.online:
-        raise StepRejected("EPOCH-QUERY-PRE-1", f"epoch_query: replica {replica_id} is offline")
     if current_epoch == epoch_cache.UNDEFINED_EPOCH:  # EPOCH-QUERY-3: -1 is "no current epoch", no fencing
         current_epoch = None
         d.fired.append("EPOCH-QUERY-3")

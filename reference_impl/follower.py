@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import cast
 
 from . import broker, epoch_cache, hw
-from .draft import Draft
+from .draft import Draft, Readable
 from .epoch_leader import handle_epoch_request
 from .errors import StepRejected
 from .leader_fetch import handle_fetch
@@ -22,43 +22,57 @@ from .truncation import offset_truncation
 from .values import evolve
 
 
-def has_outstanding_fetch(d: Draft, replica_id: str) -> bool:
+def has_outstanding_fetch(s: Readable, replica_id: str) -> bool:
     """A follower has at most one fetch outstanding (parked or answered, not delivered)."""
-    incarnation = d.replicas[d.position[replica_id]].incarnation
-    return any(p.follower == replica_id and p.incarnation == incarnation for p in d.parked_fetches) or any(
-        r.dst == replica_id for r in d.fetch_responses
+    incarnation = s.replicas[s.config.position[replica_id]].incarnation
+    return any(p.follower == replica_id and p.incarnation == incarnation for p in s.parked_fetches) or any(
+        r.dst == replica_id for r in s.fetch_responses
     )
 
 
-def _require_follower(d: Draft, replica_id: str, action: str, rule: str) -> Replica:
-    replica = d.replicas[d.position[replica_id]]
+def _not_following(s: Readable, replica_id: str, action: str) -> str | None:
+    """Why ``replica_id`` cannot send ``action`` to a leader (FETCH-PRE-1 and EPOCH-PRE-1
+    share this part): it is down, not a follower, or its leader is down."""
+    replica = s.replicas[s.config.position[replica_id]]
     if not replica.online:
-        raise StepRejected(rule, f"{action}: replica {replica_id} is offline")
+        return f"{action}: replica {replica_id} is offline"
     if replica.role is not FOLLOWER or replica.leader is None:
-        raise StepRejected(rule, f"{action}: replica {replica_id} is not a follower (role {replica.role.value})")
-    if not d.replicas[d.position[replica.leader]].online:
-        raise StepRejected(rule, f"{action}: {replica_id}'s leader {replica.leader} is offline")
-    return replica
+        return f"{action}: replica {replica_id} is not a follower (role {replica.role.value})"
+    if not s.replicas[s.config.position[replica.leader]].online:
+        return f"{action}: {replica_id}'s leader {replica.leader} is offline"
+    return None
 
 
 # --- fetch ---------------------------------------------------------------------------
+
+
+def fetch_refused(
+    s: Readable, replica_id: str, max_records: int | None = None, max_wait_ms: int | None = None
+) -> StepRejected | None:
+    """FETCH-PRE-1: only a live follower of a live leader, done truncating, with no fetch
+    outstanding, sends a fetch."""
+    if (why := _not_following(s, replica_id, "fetch")) is not None:
+        return StepRejected("FETCH-PRE-1", why)
+    if s.replicas[s.config.position[replica_id]].fetch_state is TRUNCATING:
+        return StepRejected(
+            "FETCH-PRE-1",
+            f"fetch: replica {replica_id} must truncate first: send OffsetsForLeaderEpoch (epoch_request)",
+        )
+    if has_outstanding_fetch(s, replica_id):
+        return StepRejected(
+            "FETCH-PRE-1",
+            f"fetch: replica {replica_id} already has a fetch outstanding (parked or with a response in flight)",
+        )
+    return None
 
 
 def send_fetch(d: Draft, replica_id: str, max_records: int | None = None, max_wait_ms: int | None = None) -> None:
     """FETCH-PRE-1: a live follower with no fetch outstanding (and, under leader-epoch,
     done truncating) sends ``fetch(offset = LEO)`` to the leader it knows, carrying its
     current leader epoch and, under diverging-epoch, the epoch of its last record."""
-    follower = _require_follower(d, replica_id, "fetch", "FETCH-PRE-1")
-    if follower.fetch_state is TRUNCATING:
-        raise StepRejected(
-            "FETCH-PRE-1",
-            f"fetch: replica {replica_id} must truncate first: send OffsetsForLeaderEpoch (epoch_request)",
-        )
-    if has_outstanding_fetch(d, replica_id):
-        raise StepRejected(
-            "FETCH-PRE-1",
-            f"fetch: replica {replica_id} already has a fetch outstanding (parked or with a response in flight)",
-        )
+    if (refused := fetch_refused(d, replica_id)) is not None:
+        raise refused
+    follower = d.replicas[d.position[replica_id]]
     last_fetched = epoch_cache.latest_epoch(follower.epoch_cache) if d.profile.fetch_carries_last_epoch else None
     d.fired.append("FETCH-PRE-1")
     handle_fetch(
@@ -74,11 +88,18 @@ def send_fetch(d: Draft, replica_id: str, max_records: int | None = None, max_wa
     )
 
 
+def deliver_fetch_refused(s: Readable, replica_id: str) -> StepRejected | None:
+    """FETCH-DELIVER-PRE-1: a fetch response is in flight to ``replica_id``."""
+    if not any(r.dst == replica_id for r in s.fetch_responses):
+        return StepRejected("FETCH-DELIVER-PRE-1", f"deliver_fetch: no fetch response is in flight to {replica_id}")
+    return None
+
+
 def deliver_fetch(d: Draft, replica_id: str) -> None:
     """The follower processes the fetch response in flight to it."""
-    response = next((r for r in d.fetch_responses if r.dst == replica_id), None)
-    if response is None:
-        raise StepRejected("FETCH-DELIVER-PRE-1", f"deliver_fetch: no fetch response is in flight to {replica_id}")
+    if (refused := deliver_fetch_refused(d, replica_id)) is not None:
+        raise refused
+    response = next(r for r in d.fetch_responses if r.dst == replica_id)
     d.fetch_responses = tuple([r for r in d.fetch_responses if r is not response])
     follower = d.replicas[d.position[replica_id]]
     if not reachable(d, replica_id, response.incarnation, response.src, response.request_epoch):
@@ -138,20 +159,30 @@ def _handle_out_of_range(d: Draft, follower: Replica, response: FetchResponse) -
 # --- OffsetsForLeaderEpoch -----------------------------------------------------------
 
 
+def epoch_request_refused(s: Readable, replica_id: str) -> StepRejected | None:
+    """EPOCH-PRE-1: under leader-epoch, only a live follower of a live leader that is
+    truncating, with no answer in flight, asks."""
+    if not s.config.profile.asks_epoch_before_fetch:
+        return StepRejected(
+            "EPOCH-PRE-1",
+            f"epoch_request: OffsetsForLeaderEpoch is sent only under leader-epoch "
+            f"(this partition runs {s.config.generation.value})",
+        )
+    if (why := _not_following(s, replica_id, "epoch_request")) is not None:
+        return StepRejected("EPOCH-PRE-1", why)
+    if s.replicas[s.config.position[replica_id]].fetch_state is not TRUNCATING:
+        return StepRejected("EPOCH-PRE-1", f"epoch_request: replica {replica_id} is not truncating")
+    if any(r.dst == replica_id for r in s.epoch_responses):
+        return StepRejected("EPOCH-PRE-1", f"epoch_request: replica {replica_id} already has one in flight")
+    return None
+
+
 def send_epoch_request(d: Draft, replica_id: str) -> None:
     """EPOCH-PRE-1: under leader-epoch, a truncating follower asks its leader for the end
     offset of its own latest epoch (its current leader epoch rides along, KIP-320)."""
-    if not d.profile.asks_epoch_before_fetch:
-        raise StepRejected(
-            "EPOCH-PRE-1",
-            f"epoch_request: OffsetsForLeaderEpoch is sent only under leader-epoch "
-            f"(this partition runs {d.config.generation.value})",
-        )
-    follower = _require_follower(d, replica_id, "epoch_request", "EPOCH-PRE-1")
-    if follower.fetch_state is not TRUNCATING:
-        raise StepRejected("EPOCH-PRE-1", f"epoch_request: replica {replica_id} is not truncating")
-    if any(r.dst == replica_id for r in d.epoch_responses):
-        raise StepRejected("EPOCH-PRE-1", f"epoch_request: replica {replica_id} already has one in flight")
+    if (refused := epoch_request_refused(d, replica_id)) is not None:
+        raise refused
+    follower = d.replicas[d.position[replica_id]]
     d.fired.append("EPOCH-PRE-1")
     handle_epoch_request(
         d,
@@ -163,11 +194,18 @@ def send_epoch_request(d: Draft, replica_id: str) -> None:
     )
 
 
+def deliver_epoch_refused(s: Readable, replica_id: str) -> StepRejected | None:
+    """EPOCH-DELIVER-PRE-1: an OffsetsForLeaderEpoch answer is in flight to ``replica_id``."""
+    if not any(r.dst == replica_id for r in s.epoch_responses):
+        return StepRejected("EPOCH-DELIVER-PRE-1", f"deliver_epoch: no epoch response is in flight to {replica_id}")
+    return None
+
+
 def deliver_epoch(d: Draft, replica_id: str) -> None:
     """EPOCH-FOLLOWER-1/2: the follower truncates by the answer; done when complete."""
-    response = next((r for r in d.epoch_responses if r.dst == replica_id), None)
-    if response is None:
-        raise StepRejected("EPOCH-DELIVER-PRE-1", f"deliver_epoch: no epoch response is in flight to {replica_id}")
+    if (refused := deliver_epoch_refused(d, replica_id)) is not None:
+        raise refused
+    response = next(r for r in d.epoch_responses if r.dst == replica_id)
     d.epoch_responses = tuple([r for r in d.epoch_responses if r is not response])
     follower = d.replicas[d.position[replica_id]]
     if not reachable(d, replica_id, response.incarnation, response.src, response.request_epoch):

@@ -5,7 +5,7 @@ ones (ISR-SHRINK-*)."""
 from __future__ import annotations
 
 from .alter_partition import change_isr, in_flight
-from .draft import Draft
+from .draft import Draft, Readable
 from .errors import StepRejected
 from .hw_advance import maybe_increment_hw
 from .state import FollowerProgress, Replica
@@ -84,11 +84,18 @@ def maybe_shrink_isr(d: Draft, leader_id: str) -> None:
         maybe_increment_hw(d, leader_id)
 
 
+def isr_expiration_refused(s: Readable, replica_id: str) -> StepRejected | None:
+    """ISR-SHRINK-PRE-1: only a live broker runs its expiry check."""
+    if not s.replicas[s.config.position[replica_id]].online:
+        return StepRejected("ISR-SHRINK-PRE-1", f"isr_expiration: replica {replica_id} is offline")
+    return None
+
+
 def run_isr_expiration(d: Draft, replica_id: str) -> None:
     """ISR-SHRINK-3: the ``isr_expiration`` step runs the expiry check on one broker now, as
     Kafka's tests call ``Partition.maybeShrinkIsr``; on a broker that is not the current
     leader it finds nothing to do."""
-    if not d.replicas[d.position[replica_id]].online:
-        raise StepRejected("ISR-SHRINK-PRE-1", f"isr_expiration: replica {replica_id} is offline")
+    if (refused := isr_expiration_refused(d, replica_id)) is not None:
+        raise refused
     d.fired.append("ISR-SHRINK-3")
     maybe_shrink_isr(d, replica_id)

@@ -7,7 +7,7 @@ acks 0 and 1 are answered at once; acks=all is handed to the produce purgatory
 from __future__ import annotations
 
 from . import epoch_cache
-from .draft import Draft
+from .draft import Draft, Readable
 from .errors import StepRejected
 from .fetch_purgatory import wake_parked_fetches
 from .hw_advance import maybe_increment_hw
@@ -25,19 +25,28 @@ def _fail(d: Draft, step: Produce, produce_id: str, error: str, rule: str) -> No
     d.produces = d.produces.append(ProduceOutcome(produce_id, step.acks, "sent" if step.acks == "0" else error))
 
 
+def produce_refused(s: Readable, step: Produce) -> StepRejected | None:
+    """PRODUCE-PRE-1: a produce's id (given, or the automatic ``p<n>``) is new in the run,
+    and ``to``, when given, names a replica."""
+    produce_id = step.id or f"p{len(s.produces) + 1}"
+    if s.produces.find(produce_id) is not None:
+        return StepRejected("PRODUCE-PRE-1", f"produce id {produce_id!r} is already used in this run")
+    if step.to is not None and step.to not in s.config.position:
+        return StepRejected("PRODUCE-PRE-1", f"produce.to names unknown replica {step.to!r}")
+    return None
+
+
 def produce(d: Draft, step: Produce) -> None:
     """PRODUCE-1..5: a producer sends ``step.values`` to the leader. Its outcome is new
     (PRODUCE-PRE-1), so it is appended to the outcomes without looking for an old one."""
+    if (refused := produce_refused(d, step)) is not None:
+        raise refused
     produce_id = step.id or f"p{len(d.produces) + 1}"
-    if d.produces.find(produce_id) is not None:
-        raise StepRejected("PRODUCE-PRE-1", f"produce id {produce_id!r} is already used in this run")
     target = step.to if step.to is not None else d.controller.leader
 
     # PRODUCE-1: the request must reach a live leader.
     if target is None:
         return _fail(d, step, produce_id, "LEADER_NOT_AVAILABLE", "PRODUCE-1")
-    if target not in d.position:
-        raise StepRejected("PRODUCE-PRE-1", f"produce.to names unknown replica {target!r}")
     leader = d.replicas[d.position[target]]
     if not leader.online:
         return _fail(d, step, produce_id, "NETWORK_EXCEPTION", "PRODUCE-1")

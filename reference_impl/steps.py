@@ -9,11 +9,12 @@ adapter protocol; ``step_from_dict`` / ``step_to_dict`` convert plain data.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field, dataclass, fields
 from typing import Any, ClassVar
 
 from .errors import StepFormatError
+from .state import State
 
 
 @dataclass(frozen=True)
@@ -212,24 +213,138 @@ Step = (
 )
 
 
+def _check_str(kind: str, name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise StepFormatError(name, f"{kind}: must be a non-empty string, got {value!r}")
+    return value
+
+
+def _int_at_least(low: int, says: str) -> Callable[[str, str, Any], int]:
+    def parse(kind: str, name: str, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise StepFormatError(name, f"{kind}: must be {says}, got {value!r}")
+        return value
+
+    return parse
+
+
+def _parse_values(kind: str, name: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list | tuple) or not value:
+        raise StepFormatError(name, f"{kind}: must be a non-empty list of strings")
+    for item in value:
+        _check_str(kind, name, item)
+        if "@" in item:
+            raise StepFormatError(name, f"{kind}: a value may not contain '@' (got {item!r})")
+    return tuple(value)
+
+
+ACKS = ("0", "1", "all")
+
+
+def _parse_acks(kind: str, name: str, value: Any) -> str:
+    text = "" if isinstance(value, bool) else str(value)  # true/false are no acks level
+    if text == "-1":
+        text = "all"
+    if text not in ACKS:
+        raise StepFormatError(name, f"{kind}: must be 0, 1 or all, got {value!r}")
+    return text
+
+
+def _parse_replicas(kind: str, name: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple):
+        raise StepFormatError(name, f"{kind}: must be a list of replica ids")
+    return tuple(_check_str(kind, name, item) for item in value)
+
+
+_REPLICA_ID = {"$ref": "#/$defs/replica_id"}
+_NON_NEGATIVE = {"type": "integer", "minimum": 0}
+
+
+@dataclass(frozen=True)
+class StepField:
+    """What a step field's name means, in every kind that has it: how plain data is read
+    into it (``step_from_dict``: a ``StepFormatError`` naming the field), its JSON Schema
+    (the ``action`` definition of spec/definitions.schema.json is derived from these and
+    the table, ``derived_action_schema``), and the values ``enabled_steps`` tries for it
+    (``samples`` of the state; without, the field's default). ``replicas``: the samples are
+    replica ids (``None`` among them for "none"), so a candidate step belongs to the
+    replica it names (``enabled_steps`` lists the steps of no replica first, then each
+    replica's)."""
+
+    schema: Mapping[str, Any]
+    parse: Callable[[str, str, Any], Any] = _check_str
+    samples: Callable[[State], tuple[Any, ...]] | None = None
+    replicas: bool = False
+
+
+FIELDS: dict[str, StepField] = {
+    "values": StepField(
+        {"oneOf": [{"$ref": "#/$defs/value"}, {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/value"}}]},
+        _parse_values,
+        lambda s: ((f"v{len(s.produces) + 1}",),),
+    ),
+    "acks": StepField({"enum": [0, 1, "0", "1", "all", -1, "-1"]}, _parse_acks, lambda s: ("all", "1")),
+    "id": StepField({"type": "string", "minLength": 1}),
+    "to": StepField(_REPLICA_ID),
+    "replica": StepField(_REPLICA_ID, samples=lambda s: s.config.replicas, replicas=True),
+    "max_records": StepField({"type": "integer", "minimum": 1}, _int_at_least(1, "a positive integer")),
+    "max_wait_ms": StepField(_NON_NEGATIVE, _int_at_least(0, "a non-negative integer")),
+    "epoch": StepField(
+        {
+            "type": "integer",
+            "minimum": -1,
+            "description": "-1: Kafka's undefined epoch (UNDEFINED_EPOCH), answered (-1, -1) (EPOCH-QUERY-3)",
+        },
+        _int_at_least(-1, "an integer >= -1 (-1: undefined)"),
+        lambda s: (s.controller.epoch,),
+    ),
+    "current_leader_epoch": StepField(
+        {
+            "type": "integer",
+            "minimum": -1,
+            "description": "-1 or absent: no current epoch, no fencing (RequestUtils.getLeaderEpoch, EPOCH-QUERY-3)",
+        },
+        _int_at_least(-1, "an integer >= -1 (-1: undefined)"),
+    ),
+    "ms": StepField(
+        _NON_NEGATIVE,
+        _int_at_least(0, "a non-negative integer"),
+        lambda s: (s.config.replica_fetch_wait_max_ms, s.config.replica_lag_time_max_ms // 2),
+    ),
+    "unflushed_from": StepField(_NON_NEGATIVE, _int_at_least(0, "a non-negative integer")),
+    "leader": StepField(_REPLICA_ID, samples=lambda s: (None, *s.config.replicas), replicas=True),
+    "notify": StepField({"type": "array", "items": _REPLICA_ID}, _parse_replicas),
+    "offset": StepField(_NON_NEGATIVE, _int_at_least(0, "a non-negative integer")),
+}
+"""Every step field by name (a name means the same in every kind that has it)."""
+
+
 @dataclass(frozen=True)
 class StepKind:
     """One row of the step table: what the project states about a step kind, once.
 
-    The wire name is the class's ``kind``. ``action`` is the reference function that
-    performs the step (``module.function`` under ``reference_impl``, ``apply.ACTIONS``);
-    ``rules`` are the rule families (spec/replication.md ids without their number) the
-    step can fire, so a reader goes from a fixture's step to this row to the rule's line
-    (``grep -n ID reference_impl/``). ``flight``: a delivery step takes the oldest message
-    of this ``State`` field; ``round_of``: a round is this request and this delivery in one
-    step. ``changes_logs``: the step can change a follower's log. The spec's Steps table,
-    the schema, the harness's kind sets and the fuzz distribution are derived from or
-    checked against this table (tests/test_step_kinds.py).
+    The wire name is the class's ``kind``; its fields are the class's, each read and
+    described by ``FIELDS``. ``action`` is the reference function that performs the step
+    and ``refused`` the one that says whether its precondition holds (``module.function``
+    under ``reference_impl``; ``apply`` dispatches on these, ``enabled_steps`` asks
+    ``refused``; each takes the step's fields in order, or the step itself when its
+    parameter is named ``step``). ``rules`` are the rule families (spec/replication.md
+    ids without their number) the step can fire, so a reader goes from a fixture's step to
+    this row to the rule's line (``grep -n ID reference_impl/``). ``flight``: a delivery
+    step takes the oldest message of this ``State`` field; ``round_of``: a round is this
+    request and this delivery in one step. ``changes_logs``: the step can change a
+    follower's log. The schema's step definition and the enabled steps are derived from
+    this table; the spec's Steps table, the harness's kind sets and the fuzz and corpus
+    distributions are checked against it (tests/test_step_kinds.py,
+    tests/test_definitions.py).
     """
 
     cls: type
     action: str
     rules: tuple[str, ...]
+    refused: str | None = None
     flight: str | None = None
     round_of: tuple[str, str] | None = None
     changes_logs: bool = False
@@ -241,7 +356,18 @@ class StepKind:
 
 
 STEP_KINDS: tuple[StepKind, ...] = (
-    StepKind(Produce, "producer.produce", ("PRODUCE", "PRODUCE-PRE", "HW-LEADER", "FETCH-PARK", "MSG-DROP", "CKPT")),
+    StepKind(
+        Produce,
+        "producer.produce",
+        ("PRODUCE", "PRODUCE-PRE", "HW-LEADER", "FETCH-PARK", "MSG-DROP", "CKPT"),
+        "producer.produce_refused",
+    ),
+    StepKind(
+        Tick,
+        "clock.tick",
+        ("TICK", "ISR-SHRINK", "ISR-ALTER", "ISR-WRITE", "FETCH-PARK", "HW-LEADER", "MSG-DROP", "PRODUCE", "CKPT"),
+    ),
+    StepKind(Consume, "consumer.consume", ("CONSUME",)),
     StepKind(
         Fetch,
         "follower.send_fetch",
@@ -257,6 +383,7 @@ STEP_KINDS: tuple[StepKind, ...] = (
             "PRODUCE",
             "CKPT",
         ),
+        "follower.fetch_refused",
     ),
     StepKind(
         DeliverFetch,
@@ -274,63 +401,58 @@ STEP_KINDS: tuple[StepKind, ...] = (
             "CRASH",
             "CKPT",
         ),
+        "follower.deliver_fetch_refused",
         flight="fetch_responses",
         changes_logs=True,
     ),
     StepKind(
         FetchRound,
-        "apply._fetch_round",
+        "rounds.fetch_round",
         ("FETCH-ROUND",),
         round_of=("fetch", "deliver_fetch"),
         changes_logs=True,
     ),
-    StepKind(EpochRequest, "follower.send_epoch_request", ("EPOCH-PRE", "EPOCH-LEADER", "EPOCH-CACHE")),
+    StepKind(
+        EpochRequest,
+        "follower.send_epoch_request",
+        ("EPOCH-PRE", "EPOCH-LEADER", "EPOCH-CACHE"),
+        "follower.epoch_request_refused",
+    ),
     StepKind(
         DeliverEpoch,
         "follower.deliver_epoch",
         ("EPOCH-DELIVER-PRE", "EPOCH-FOLLOWER", "TRUNC", "TRUNC-EPOCH", "EPOCH-CACHE", "CKPT"),
+        "follower.deliver_epoch_refused",
         flight="epoch_responses",
         changes_logs=True,
     ),
     StepKind(
         EpochRound,
-        "apply._epoch_round",
+        "rounds.epoch_round",
         ("EPOCH-ROUND",),
         round_of=("epoch_request", "deliver_epoch"),
         changes_logs=True,
-    ),
-    StepKind(EpochQuery, "epoch_leader.answer_epoch_query", ("EPOCH-QUERY", "EPOCH-QUERY-PRE", "EPOCH-CACHE")),
-    StepKind(
-        Tick,
-        "clock.tick",
-        ("TICK", "ISR-SHRINK", "ISR-ALTER", "ISR-WRITE", "FETCH-PARK", "HW-LEADER", "MSG-DROP", "PRODUCE", "CKPT"),
-    ),
-    StepKind(
-        IsrExpiration,
-        "isr.run_isr_expiration",
-        ("ISR-SHRINK", "ISR-SHRINK-PRE", "ISR-ALTER", "ISR-WRITE", "HW-LEADER"),
-    ),
-    StepKind(
-        DeliverAlterPartition,
-        "controller.deliver_alter_partition",
-        ("ISR-ALTER", "ISR-ALTER-PRE", "HW-LEADER", "PRODUCE"),
-        flight="alter_partitions",
-    ),
-    StepKind(
-        HeartbeatLapse,
-        "controller.heartbeat_lapse",
-        ("CTRL-FENCE", "CTRL-FENCE-PRE", "CTRL-FAIL", "HW-LEADER", "PRODUCE"),
     ),
     StepKind(
         Crash,
         "broker.crash",
         ("CRASH", "CRASH-PRE", "TRUNC", "EPOCH-CACHE", "FETCH-PARK", "PRODUCE"),
+        "broker.crash_refused",
         changes_logs=True,
     ),
     StepKind(
         Restart,
         "broker.restart",
         ("RESTART", "RESTART-PRE", "CTRL-ELECT", "CTRL-FAIL", "LAI", "TRUNC", "TRUNC-HW", "EPOCH-CACHE", "HW-LEADER"),
+        "broker.restart_refused",
+        changes_logs=True,
+    ),
+    StepKind(
+        DeliverLeaderAndIsr,
+        "controller.deliver_leader_and_isr",
+        ("LAI", "LAI-PRE", "TRUNC", "TRUNC-HW", "EPOCH-CACHE", "FETCH-PARK", "HW-LEADER"),
+        "controller.deliver_leader_and_isr_refused",
+        flight="leader_and_isr",
         changes_logs=True,
     ),
     StepKind(
@@ -350,18 +472,37 @@ STEP_KINDS: tuple[StepKind, ...] = (
             "PRODUCE",
             "CKPT",
         ),
+        "controller.elect_refused",
         changes_logs=True,
     ),
     StepKind(
-        DeliverLeaderAndIsr,
-        "controller.deliver_leader_and_isr",
-        ("LAI", "LAI-PRE", "TRUNC", "TRUNC-HW", "EPOCH-CACHE", "FETCH-PARK", "HW-LEADER"),
-        flight="leader_and_isr",
-        changes_logs=True,
+        EpochQuery,
+        "epoch_leader.answer_epoch_query",
+        ("EPOCH-QUERY", "EPOCH-QUERY-PRE", "EPOCH-CACHE"),
+        "epoch_leader.epoch_query_refused",
     ),
-    StepKind(Consume, "consumer.consume", ("CONSUME",)),
+    StepKind(
+        IsrExpiration,
+        "isr.run_isr_expiration",
+        ("ISR-SHRINK", "ISR-SHRINK-PRE", "ISR-ALTER", "ISR-WRITE", "HW-LEADER"),
+        "isr.isr_expiration_refused",
+    ),
+    StepKind(
+        DeliverAlterPartition,
+        "controller.deliver_alter_partition",
+        ("ISR-ALTER", "ISR-ALTER-PRE", "HW-LEADER", "PRODUCE"),
+        "controller.deliver_alter_partition_refused",
+        flight="alter_partitions",
+    ),
+    StepKind(
+        HeartbeatLapse,
+        "controller.heartbeat_lapse",
+        ("CTRL-FENCE", "CTRL-FENCE-PRE", "CTRL-FAIL", "HW-LEADER", "PRODUCE"),
+        "controller.heartbeat_lapse_refused",
+    ),
 )
-"""The step table: one row per step kind, in the order of the spec's Steps table."""
+"""The step table: one row per step kind, in the order of the spec's Steps table (and of
+``enabled_steps``: a row's steps of no replica, then each replica's steps in row order)."""
 
 STEP_TYPES: dict[str, type] = {row.kind: row.cls for row in STEP_KINDS}
 """Wire name -> step class."""
@@ -385,19 +526,36 @@ LOG_CHANGING_DELIVERIES: frozenset[str] = frozenset(k for k in DELIVERIES if KIN
 """The deliveries that can change a follower's log."""
 
 
-ACKS = ("0", "1", "all")
-
-
-def _check_str(kind: str, name: str, value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise StepFormatError(name, f"{kind}: must be a non-empty string, got {value!r}")
-    return value
-
-
 _FIELDS: dict[type, tuple[tuple[Field[Any], ...], frozenset[str]]] = {
     cls: (fields(cls), frozenset({"kind", *(f.name for f in fields(cls))})) for cls in STEP_TYPES.values()
 }
 """Each step type's fields, and the keys a step's data may have (``kind`` and the fields)."""
+
+
+def derived_action_schema() -> dict[str, Any]:
+    """The JSON Schema of one step (spec/definitions.schema.json ``$defs.action``), from the
+    table and ``FIELDS``: ``python -m conformance.fixtures.schemas --write`` writes it,
+    tests/test_definitions.py checks the file against it."""
+    branches = []
+    for row in STEP_KINDS:
+        step_fields = fields(row.cls)
+        branches.append(
+            {
+                "if": {"properties": {"kind": {"const": row.kind}}, "required": ["kind"]},
+                "then": {
+                    "properties": {"kind": {}, **{f.name: dict(FIELDS[f.name].schema) for f in step_fields}},
+                    "required": [f.name for f in step_fields if f.default is MISSING],
+                    "additionalProperties": False,
+                },
+            }
+        )
+    return {
+        "type": "object",
+        "description": "One step: what happens next. `kind` names the action; other fields are its parameters.",
+        "required": ["kind"],
+        "properties": {"kind": {"enum": list(STEP_TYPES)}},
+        "allOf": branches,
+    }
 
 
 def step_from_dict(data: Mapping[str, Any]) -> Step:
@@ -422,39 +580,7 @@ def step_from_dict(data: Mapping[str, Any]) -> Step:
         value = data[f.name]
         if value is None and f.default is None:
             continue  # null stands for "not given" on an optional field (as kconform sends defaults)
-        if f.name == "values":
-            if isinstance(value, str):
-                value = [value]
-            if not isinstance(value, list | tuple) or not value:
-                raise StepFormatError("values", f"{kind}: must be a non-empty list of strings")
-            for item in value:
-                _check_str(kind, "values", item)
-                if "@" in item:
-                    raise StepFormatError("values", f"{kind}: a value may not contain '@' (got {item!r})")
-            value = tuple(value)
-        elif f.name == "acks":
-            value = str(value) if not isinstance(value, bool) else value
-            if value == "-1":
-                value = "all"
-            if value not in ACKS:
-                raise StepFormatError("acks", f"{kind}: must be 0, 1 or all, got {data[f.name]!r}")
-        elif f.name == "notify":
-            if value is not None:
-                if not isinstance(value, list | tuple):
-                    raise StepFormatError("notify", f"{kind}: must be a list of replica ids")
-                value = tuple(_check_str(kind, "notify", item) for item in value)
-        elif f.name in ("epoch", "current_leader_epoch"):
-            if isinstance(value, bool) or not isinstance(value, int) or value < -1:
-                raise StepFormatError(f.name, f"{kind}: must be an integer >= -1 (-1: undefined), got {value!r}")
-        elif f.name in ("ms", "offset", "unflushed_from", "max_wait_ms"):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise StepFormatError(f.name, f"{kind}: must be a non-negative integer, got {value!r}")
-        elif f.name == "max_records":
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise StepFormatError(f.name, f"{kind}: must be a positive integer, got {value!r}")
-        elif value is not None:
-            value = _check_str(kind, f.name, value)
-        kwargs[f.name] = value
+        kwargs[f.name] = FIELDS[f.name].parse(kind, f.name, value)
     missing = [f.name for f in step_fields if f.name not in kwargs and f.default is MISSING]
     if missing:
         raise StepFormatError(missing[0], f"{kind}: required field is missing")

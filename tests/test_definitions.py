@@ -60,6 +60,17 @@ def test_both_schemas_take_steps_and_observations_from_the_definitions() -> None
         assert "action" not in schema(name)["$defs"] and "observation" not in schema(name)["$defs"]
 
 
+def test_the_step_schema_is_derived_from_the_step_table() -> None:
+    """A new kind or field changes the table; ``python -m conformance.fixtures.schemas
+    --write`` re-derives the schema, and this fails until it has."""
+    from conformance.fixtures.schemas import derived_definitions
+
+    assert (HOME / "spec" / "definitions.schema.json").read_text(encoding="utf-8") == derived_definitions(), (
+        "spec/definitions.schema.json is not derived from reference_impl/steps.py: "
+        "run python -m conformance.fixtures.schemas --write"
+    )
+
+
 def test_step_kinds_agree() -> None:
     kinds = list(STEP_TYPES)
     assert DEFINITIONS["action"]["properties"]["kind"]["enum"] == kinds

@@ -12,6 +12,7 @@ checked for kinds spelled outside it.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib
 import re
 from pathlib import Path
@@ -23,7 +24,7 @@ from conformance.implementations.shapes import RoundOnly
 from conformance.judging import coarsen, judge, settle
 from conformance.judging.runner import reference_trace
 from conformance.search import distribution
-from reference_impl.apply import ACTIONS
+from reference_impl.apply import ACTIONS, REFUSALS
 from reference_impl.steps import (
     DELIVERIES,
     KIND,
@@ -32,6 +33,8 @@ from reference_impl.steps import (
     SPLIT_KINDS,
     STEP_KINDS,
     STEP_TYPES,
+    Consume,
+    Tick,
 )
 
 HOME = Path(__file__).resolve().parents[1]
@@ -143,11 +146,24 @@ def test_the_wire_names_come_from_the_table() -> None:
 
 
 def test_each_row_names_the_action_that_performs_it() -> None:
+    """``apply`` dispatches on the row: its action and its precondition, each taking the
+    step's fields in order (or the step itself, a parameter named ``step``)."""
     for row in STEP_KINDS:
-        module, _, name = row.action.partition(".")
-        function = getattr(importlib.import_module(f"reference_impl.{module}"), name)
-        action = ACTIONS[row.cls]
-        assert action is function or name in action.__code__.co_names, (row.kind, row.action)
+        for path, table in ((row.action, ACTIONS), (row.refused, REFUSALS)):
+            if path is None:
+                assert row.cls not in REFUSALS, row.kind
+                continue
+            module, _, name = path.partition(".")
+            function = getattr(importlib.import_module(f"reference_impl.{module}"), name)
+            assert table[row.cls] is function, (row.kind, path)
+            code = function.__code__
+            given = code.co_argcount - 1
+            required = given - len(function.__defaults__ or ())
+            count = 1 if code.co_varnames[1] == "step" else len(dataclasses.fields(row.cls))
+            assert required <= count <= given, (row.kind, path, "takes the step's fields in order")
+    assert all(row.refused is not None for row in STEP_KINDS if row.cls not in (Tick, Consume) and not row.round_of), (
+        "every kind with a PRE rule states it in a *_refused function"
+    )
 
 
 def fires(kind: str) -> set[str]:
@@ -181,9 +197,29 @@ def test_the_harness_kind_sets_are_the_tables() -> None:
 
 
 def test_the_fuzz_distribution_weighs_every_kind() -> None:
-    """Rounds too: fuzz draws a whole round as well as its two halves (issue 24)."""
-    weighted = set(distribution.WEIGHTS) & set(STEP_TYPES)
-    assert weighted == set(STEP_TYPES)
+    """Rounds too: fuzz draws a whole round as well as its two halves (issue 24). A kind
+    without its own weight is drawn at ``OTHER_WEIGHT``; the kinds listed are the table's."""
+    assert set(distribution.WEIGHTS) & set(STEP_TYPES) == set(STEP_TYPES)
+    assert set(distribution.WEIGHTS) - set(STEP_TYPES) <= {*distribution.COMBINED, distribution.REFUSED}
+    assert distribution.OTHER_WEIGHT > 0
+
+
+def test_a_kind_without_a_proposer_is_drawn_by_the_corpus_generator() -> None:
+    """A kind the generator's proposers do not know (a new row of the table) is drawn from
+    the reference's enabled steps, under the ``other`` category."""
+    from conformance.corpus import generate
+
+    assert set(STEP_TYPES) == generate.PROPOSED_KINDS | generate.UNPROPOSED_KINDS
+    assert (generate.SHAPES["mixed"].weights["other"] > 0) == bool(generate.UNPROPOSED_KINDS)
+    state = reference_impl.initial_state(reference_impl.Config(replicas=("A", "B")))
+    enabled = {step.kind for step in reference_impl.enabled_steps(state)}
+    original = generate.UNPROPOSED_KINDS
+    try:
+        generate.UNPROPOSED_KINDS = frozenset(enabled)
+        drawn = {step.kind for step in generate._other(state, __import__("random").Random(0))}
+    finally:
+        generate.UNPROPOSED_KINDS = original
+    assert drawn == enabled
 
 
 def test_the_corpus_generator_draws_every_kind_the_reference_enables() -> None:

@@ -140,8 +140,8 @@ _HARNESS_LABEL = (
 )
 
 EQUIVALENT: dict[str, str] = {
-    "PRODUCE-PRE-1:skip:producer.produce:1": _HARNESS_LABEL,
-    "PRODUCE-PRE-1:guard-off:producer.produce:1": _HARNESS_LABEL,
+    "PRODUCE-PRE-1:skip:producer.produce_refused:1": _HARNESS_LABEL,
+    "PRODUCE-PRE-1:guard-off:producer.produce_refused:1": _HARNESS_LABEL,
     "FOLLOWER-OOR-1:guard-off:follower._handle_out_of_range:2": _OOR_INSIDE,
     "FOLLOWER-OOR-3:guard-on:follower._handle_out_of_range:1": _OOR_INSIDE,
     "ISR-ALTER-1:skip:clock._next_isr_check:1": _ISR_CHECK_IN_FLIGHT,
@@ -149,12 +149,12 @@ EQUIVALENT: dict[str, str] = {
     "CTRL-ELECT-2:skip:controller._offline_election:1": _HISTORY_ONLY,
     "TRUNC-EPOCH-4:skip:truncation.offset_truncation:1": _FOLLOWER_KNOWS_EPOCH,
     "TRUNC-EPOCH-4:guard-off:truncation.offset_truncation:1": _FOLLOWER_KNOWS_EPOCH,
-    "STEP-PRE-1:skip:apply.apply:1": _UNKNOWN_NAME,
-    "STEP-PRE-1:guard-off:apply.apply:1": _UNKNOWN_NAME,
-    "PRODUCE-PRE-1:skip:producer.produce:2": _UNKNOWN_NAME,
-    "PRODUCE-PRE-1:guard-off:producer.produce:2": _UNKNOWN_NAME,
-    "CTRL-ELECT-4:skip:controller.elect:2": _UNKNOWN_NAME,
-    "CTRL-ELECT-4:guard-off:controller.elect:2": _UNKNOWN_NAME,
+    "STEP-PRE-1:skip:apply._unknown_replica:1": _UNKNOWN_NAME,
+    "STEP-PRE-1:guard-off:apply._unknown_replica:1": _UNKNOWN_NAME,
+    "PRODUCE-PRE-1:skip:producer.produce_refused:2": _UNKNOWN_NAME,
+    "PRODUCE-PRE-1:guard-off:producer.produce_refused:2": _UNKNOWN_NAME,
+    "CTRL-ELECT-4:skip:controller.elect_refused:1": _UNKNOWN_NAME,
+    "CTRL-ELECT-4:guard-off:controller.elect_refused:1": _UNKNOWN_NAME,
     "CTRL-ELECT-5:skip:controller._send_leader_and_isr:1": _UNKNOWN_NAME,
     "CTRL-ELECT-5:guard-off:controller._send_leader_and_isr:1": _UNKNOWN_NAME,
     "MSG-DROP-1:skip:controller.apply_leader_and_isr:1": _NO_LAI_TO_OFFLINE,
@@ -167,8 +167,8 @@ EQUIVALENT: dict[str, str] = {
     "MSG-DROP-1:guard-off:follower.deliver_epoch:1": _IN_FLIGHT_REACHES,
     "LAI-1:skip:controller.apply_leader_and_isr:1": _LAI_1,
     "LAI-1:guard-off:controller.apply_leader_and_isr:1": _LAI_1,
-    "EPOCH-PRE-1:skip:follower.send_epoch_request:1": _NOT_TRUNCATING,
-    "EPOCH-PRE-1:guard-off:follower.send_epoch_request:1": _NOT_TRUNCATING,
+    "EPOCH-PRE-1:skip:follower.epoch_request_refused:1": _NOT_TRUNCATING,
+    "EPOCH-PRE-1:guard-off:follower.epoch_request_refused:1": _NOT_TRUNCATING,
 }
 """Knockout id -> why no step sequence tells it from the reference (docs/suite-strength.md)."""
 
