@@ -73,7 +73,7 @@ def main() -> None:
     saved = dict(ACTIONS)
     try:
         for kind in ACTIONS:
-            ACTIONS[kind] = lambda d, step: None
+            ACTIONS[kind] = lambda d, *arguments: None
         fixed = best(False)
     finally:
         ACTIONS.update(saved)

@@ -94,6 +94,13 @@ class Mutant(ReferenceAdapter):
                     original = getattr(owner, attribute)  # AttributeError for a misspelt patch, as mock
                     undo.append((owner, attribute, attribute in vars(owner), original))
                     setattr(owner, attribute, replacement)
+                    # ``apply`` dispatches through its tables of the step table's functions:
+                    # a step's action or precondition is patched there too
+                    for table in (APPLY.ACTIONS, APPLY.REFUSALS):
+                        for key, value in list(table.items()):
+                            if value is original:
+                                undo.append((table, key, True, original))
+                                table[key] = replacement
             yield
         finally:
             for owner, attribute, own, original in reversed(undo):
