@@ -60,7 +60,7 @@ def crash(d: Draft, replica_id: str, unflushed_from: int | None = None) -> None:
             lost_from = d.power_lost_from
             if lost_from is None or unflushed_from < lost_from:
                 d.power_lost_from = unflushed_from
-        # The HW checkpoint may now point past the log; restart clamps it (RESTART-1).
+        # The HW checkpoint may now point past the log; restart clamps it.
 
 
 def restart_refused(s: Readable, replica_id: str) -> StepRejected | None:
