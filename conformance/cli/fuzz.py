@@ -74,7 +74,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     from ..implementations.registry import UnknownImplementation, resolve
     from ..search.distribution import WeightsError, parse_weights
     from ..search.explore import witness_fixture as invariant_witness
-    from ..search.stateful import fuzz_all, witness_fixture
+    from ..search.stateful import fuzz_all
 
     try:
         weights = parse_weights(args.weights or "")
@@ -149,7 +149,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     if report.interrupted:
         summary += f"INTERRUPTED (Ctrl-C) after {ex.runs} of {args.examples} runs: what they found is above\n"
     if args.json:
-        paths = _fuzz_witnesses(args, report, generation)
+        paths = [str(path) for path in _fuzz_witnesses(args, report)]
         emit(json.dumps(_fuzz_json(args, report, established, why, paths), indent=1) + "\n")
         if report.interrupted:
             return 130
@@ -170,9 +170,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
             return 130
         return 1 if unexpected else 0
     emit(f"{args.impl} fails level {args.level}: {plural(len(report.failures), 'distinct failure')} (each shrunk)\n")
-    for n, failure in enumerate(report.failures, 1):
-        path = args.witness if n == 1 else args.witness.with_name(f"{args.witness.stem}-{n}{args.witness.suffix}")
-        path.write_text(witness_fixture(failure.trace, f"fuzz-witness-{n}", failure.reason), encoding="utf-8")
+    for n, (failure, path) in enumerate(zip(report.failures, _fuzz_witnesses(args, report), strict=True), 1):
         level = " --level safety" if failure.trace.level == "safety" or failure.signature.startswith("safety:") else ""
         level += " --check-progress" if failure.signature.startswith("safety:PROGRESS-") else ""
         emit(
@@ -183,8 +181,9 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     return 130 if report.interrupted else 1
 
 
-def _fuzz_witnesses(args: argparse.Namespace, report: Any, generation: Generation) -> list[str]:
-    """Write each failure's witness fixture (as the text output does); their paths."""
+def _fuzz_witnesses(args: argparse.Namespace, report: Any) -> list[Path]:
+    """Write each failure's witness fixture (``--witness``, then ``-2``, ``-3``... beside
+    it), for the text and the JSON output alike; their paths."""
     from ..search.stateful import witness_fixture
 
     args.witness.parent.mkdir(parents=True, exist_ok=True)
@@ -192,7 +191,7 @@ def _fuzz_witnesses(args: argparse.Namespace, report: Any, generation: Generatio
     for n, failure in enumerate(report.failures, 1):
         path = args.witness if n == 1 else args.witness.with_name(f"{args.witness.stem}-{n}{args.witness.suffix}")
         path.write_text(witness_fixture(failure.trace, f"fuzz-witness-{n}", failure.reason), encoding="utf-8")
-        paths.append(str(path))
+        paths.append(path)
     return paths
 
 
