@@ -1,20 +1,25 @@
 """What the ``kconform`` commands share: failing with a usage message, writing to a closed
-pipe, tables fitted to the terminal, fixture selection, and the option groups several
-commands take. Public, so each command module (``main``, ``corpus``, ``sensitivity``,
-``itf``) imports it and none imports another command module's private helpers.
+pipe, tables fitted to the terminal, fixture selection, a command's parser and the
+option groups several commands take, the known differences an expectations file gives.
+Public, so each command module (``run``, ``inspection``, ``report``, ``diff``, ``fuzz``,
+``explore``, ``sensitivity``, ``corpus``, ``itf``) imports it and none imports another
+command module: ``main`` alone assembles them.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fnmatch
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from reference_impl.config import Generation
 
+from ..adapters.base import AdapterError
 from ..adapters.stdio import DEFAULT_START_TIMEOUT_S, DEFAULT_TIMEOUT_S
 from ..fixtures.paths import FIXTURES_DIR
 
@@ -143,6 +148,71 @@ def terminal_options(args: argparse.Namespace) -> dict[str, Any]:
 
 class Formatter(argparse.RawDescriptionHelpFormatter):
     """Keeps the epilog's layout; argument help states its own defaults."""
+
+
+EPILOG = """\
+exit codes:
+  0  every result as expected
+  1  some result unexpected: FAIL, ERROR or XPASS (fuzz: a disagreement was found)
+  2  bad input or usage: a malformed fixture or expectations file, an unknown
+     implementation, one that cannot start, an unreadable results file
+
+examples:
+  kconform run                                    the bundled reference, every fixture
+  kconform run --impl my_adapter:adapter          a Python adapter (my_adapter.py here)
+  kconform run --impl exec:'./my-broker --stdio'  any program speaking the stdio protocol
+  kconform explain seed-03-data-loss-hw-truncation
+  kconform fuzz --impl my_adapter:adapter --generation diverging-epoch
+
+docs: README.md, docs/adapters.md, spec/adapter-protocol.md
+"""
+"""The ``kconform`` epilog: exit codes and examples, under the top-level help and every
+command's (the corpus and ITF commands have their own)."""
+
+
+def command_parser(
+    subparsers: Any, name: str, summary: str, description: str, epilog: str = EPILOG
+) -> argparse.ArgumentParser:
+    """A command's parser on ``kconform``'s sub-command parsers: its one-line ``summary`` in
+    the command list, its ``description`` and ``epilog`` under its own ``--help``."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        name, help=summary, description=description, epilog=epilog, formatter_class=Formatter
+    )
+    return parser
+
+
+def guarded(
+    command: Callable[[argparse.Namespace], int], errors: Callable[[], tuple[type[Exception], ...]]
+) -> Callable[[argparse.Namespace], int]:
+    """``command`` with the errors a user can fix (the types ``errors()`` names, imported
+    only when one is raised, so registering a command imports nothing heavy) turned into
+    one line on stderr and exit code 2."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return int(command(args))
+        except Exception as exc:
+            if isinstance(exc, errors()):
+                print(f"kconform: {exc}", file=sys.stderr)
+                return 2
+            raise
+
+    run.__doc__ = command.__doc__
+    return run
+
+
+def known_differences(paths: list[Path], impl: str, adapter: Any) -> dict[str, str]:
+    """The known differences the expectations files give ``impl`` (by its ``--impl`` name or
+    the name it reports): field path or property glob -> reason (``expectations.py``)."""
+    from ..judging.expectations import load_expectations
+
+    expectations, problems = load_expectations(paths)
+    if problems:
+        fail("invalid expectations:\n" + "\n".join(str(p) for p in problems))
+    names = [impl]
+    with contextlib.suppress(AdapterError):
+        names.append(adapter.describe().name)
+    return expectations.known(tuple(names))
 
 
 def add_timeouts(p: argparse.ArgumentParser) -> None:

@@ -1,6 +1,6 @@
 """``kconform generate`` and ``kconform replay``: argument parsing and the two commands.
 
-``add_commands(sub)`` registers both on the main parser (``conformance/cli/main.py``). Each
+``register(sub)`` registers both on the main parser (``conformance/cli/main.py``). Each
 command returns an exit code and reports bad input itself, as one line on stderr with
 exit code 2; Spark is imported only when the spark backend is chosen.
 """
@@ -56,7 +56,7 @@ from ..implementations.registry import UnknownImplementation, resolve
 from ..judging.expectations import load_expectations
 from ..judging.levels import LEVELS
 from ..reports.results import write_document
-from .common import Formatter, add_report_options, add_timeouts, terminal_options
+from .common import add_report_options, add_timeouts, command_parser, guarded, plural, terminal_options
 
 EPILOG = """\
 exit codes:
@@ -101,15 +101,15 @@ def _backend_options(p: argparse.ArgumentParser, default_backend: str) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress line")
 
 
-def add_commands(sub: Any) -> None:
+def register(sub: Any) -> None:
     """Register ``generate`` and ``replay`` on the ``kconform`` sub-command parser."""
-    gen = sub.add_parser(
+    gen = command_parser(
+        sub,
         "generate",
-        help="write a corpus of seeded random traces (JSON Lines, gzipped parts)",
-        description="Seeded random walks over the reference's enabled steps, every expected observation recorded; "
+        "write a corpus of seeded random traces (JSON Lines, gzipped parts)",
+        "Seeded random walks over the reference's enabled steps, every expected observation recorded; "
         "trace N of a seed is the same however the corpus is made.",
-        epilog=EPILOG,
-        formatter_class=Formatter,
+        EPILOG,
     )
     gen.add_argument("--traces", type=int, required=True, help="how many traces")
     gen.add_argument("--seed", type=int, default=1, help="the corpus seed (default: 1)")
@@ -141,15 +141,15 @@ def add_commands(sub: Any) -> None:
     gen.add_argument("--force", action="store_true", help="replace an existing corpus in --out")
     add_timeouts(gen)
     _backend_options(gen, "processes")
-    gen.set_defaults(func=_guard(cmd_generate))
+    gen.set_defaults(func=guarded(cmd_generate, _errors))
 
-    rep = sub.add_parser(
+    rep = command_parser(
+        sub,
         "replay",
-        help="replay a corpus against implementations (Spark, a process pool or inline)",
-        description="Replay every trace of a corpus on each implementation: one result per trace and "
+        "replay a corpus against implementations (Spark, a process pool or inline)",
+        "Replay every trace of a corpus on each implementation: one result per trace and "
         "implementation (OUT/traces/part-*.jsonl), the results document (OUT/results.json) and the report.",
-        epilog=EPILOG,
-        formatter_class=Formatter,
+        EPILOG,
     )
     rep.add_argument(
         "--corpus",
@@ -200,27 +200,14 @@ def add_commands(sub: Any) -> None:
         "--split-traces", type=int, default=SPLIT_LINES, help=f"traces per task at most (default: {SPLIT_LINES})"
     )
     _backend_options(rep, "spark")
-    rep.set_defaults(func=_guard(cmd_replay))
-
-    from .itf import add_command as add_itf
-
-    add_itf(sub)
+    rep.set_defaults(func=guarded(cmd_replay, _errors))
 
 
-def _guard(command: Any) -> Any:
-    """Turn the errors a user can fix into one line and exit code 2."""
+def _errors() -> tuple[type[Exception], ...]:
+    """What ``generate`` and ``replay`` report as bad input (exit 2)."""
+    from ..corpus.spark import SparkSetupError
 
-    def run(args: argparse.Namespace) -> int:
-        from ..corpus.spark import SparkSetupError
-
-        try:
-            return int(command(args))
-        except (CommandError, CorpusError, GenerateError, SparkSetupError) as exc:
-            print(f"kconform: {exc}", file=sys.stderr)
-            return 2
-
-    run.__doc__ = command.__doc__
-    return run
+    return (CommandError, CorpusError, GenerateError, SparkSetupError)
 
 
 @contextmanager
@@ -336,8 +323,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     (out / MANIFEST).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
     if interrupted:
         print(
-            f"interrupted (Ctrl-C): {_plural(made, 'trace')} of {args.traces} written in "
-            f"{_plural(len(parts), 'whole part')} under {out} (manifest marked incomplete; unfinished parts removed)",
+            f"interrupted (Ctrl-C): {plural(made, 'trace')} of {args.traces} written in "
+            f"{plural(len(parts), 'whole part')} under {out} (manifest marked incomplete; unfinished parts removed)",
             file=sys.stderr,
         )
         return 130
@@ -438,10 +425,6 @@ def _clean_tmp(folder: Path) -> None:
     for f in [*folder.glob(f"*{TMP}"), *folder.glob(f"*{COUNT_SUFFIX}")]:
         with contextlib.suppress(OSError):
             f.unlink()
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -583,10 +566,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     fresh_steps = steps - sum(sum(a.steps.values()) for a in earlier)
     rate = f" ({fresh_results / job_s:.0f} traces/s, {fresh_steps / job_s:.0f} steps/s)" if job_s > 0 else ""
     print(
-        f"\n{'interrupted after' if interrupted else 'replayed'} {_plural(agg.results, 'result')} "
-        f"({_plural(lines, 'corpus line')} x {_plural(len(impls), 'implementation')}): "
+        f"\n{'interrupted after' if interrupted else 'replayed'} {plural(agg.results, 'result')} "
+        f"({plural(lines, 'corpus line')} x {plural(len(impls), 'implementation')}): "
         + ", ".join(f"{counts.get(o, 0)} {o}" for o in ("passed", "failed", "errored", "skipped"))
-        + f"; {_plural(fresh_steps, 'step')} in {job_s:.1f} s{rate}, {seconds:.1f} s in all"
+        + f"; {plural(fresh_steps, 'step')} in {job_s:.1f} s{rate}, {seconds:.1f} s in all"
         + f" [{args.backend}{' ' + args.master if args.backend == 'spark' else ''}]",
         file=sys.stderr,
     )

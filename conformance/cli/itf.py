@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import Formatter
+from .common import Formatter, command_parser, guarded
 
 EPILOG = """\
 exit codes:
@@ -35,48 +35,41 @@ class ItfCommandError(Exception):
     """One line on stderr, exit code 2."""
 
 
-def add_command(sub: Any) -> None:
+def register(sub: Any) -> None:
     """Register ``itf`` and its three sub-commands."""
-    itf = sub.add_parser(
+    itf = command_parser(
+        sub,
         "itf",
-        help="export traces as ITF (Apalache/Quint trace format) files, import ITF traces as a corpus",
-        description="ITF, the Informal Trace Format of Apalache and Quint (ADR-015): kconform's state mapped to "
+        "export traces as ITF (Apalache/Quint trace format) files, import ITF traces as a corpus",
+        "ITF, the Informal Trace Format of Apalache and Quint (ADR-015): kconform's state mapped to "
         "ITF variables as docs/itf.md describes.",
-        epilog=EPILOG,
-        formatter_class=Formatter,
+        EPILOG,
     )
     verbs = itf.add_subparsers(
         dest="itf_command", metavar="{export,import,check}", required=True, help="what to do (each has --help)"
     )
-    common = {"epilog": EPILOG, "formatter_class": Formatter}
+    common: dict[str, Any] = {"epilog": EPILOG, "formatter_class": Formatter}
     exp = verbs.add_parser("export", help="one .itf.json file per trace of fixture, witness or corpus files", **common)
     exp.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="fixture file or folder, corpus file")
     exp.add_argument("--out", type=Path, required=True, help="folder for the .itf.json files")
     exp.add_argument("--id", action="append", default=[], metavar="ID", help="only this trace id (repeatable)")
-    exp.set_defaults(func=_guard(cmd_export))
+    exp.set_defaults(func=guarded(cmd_export, _errors))
     imp = verbs.add_parser("import", help="ITF traces as one corpus .jsonl file", **common)
     imp.add_argument("paths", nargs="+", type=Path, metavar="PATH", help=".itf.json file or folder")
     imp.add_argument("--out", type=Path, required=True, help="the corpus file to write (*.jsonl)")
     imp.add_argument("--force", action="store_true", help="replace an existing --out")
-    imp.set_defaults(func=_guard(cmd_import))
+    imp.set_defaults(func=guarded(cmd_import, _errors))
     chk = verbs.add_parser("check", help="validate ITF files (ADR-015 and kconform's mapping)", **common)
     chk.add_argument("paths", nargs="+", type=Path, metavar="PATH", help=".itf.json file or folder")
-    chk.set_defaults(func=_guard(cmd_check))
+    chk.set_defaults(func=guarded(cmd_check, _errors))
 
 
-def _guard(command: Any) -> Any:
-    def run(args: argparse.Namespace) -> int:
-        from ..corpus.itf import ItfError
-        from ..corpus.reading import CorpusError
+def _errors() -> tuple[type[Exception], ...]:
+    """What ``itf``'s sub-commands report as bad input (exit 2)."""
+    from ..corpus.itf import ItfError
+    from ..corpus.reading import CorpusError
 
-        try:
-            return int(command(args))
-        except (ItfCommandError, ItfError, CorpusError) as exc:
-            print(f"kconform: {exc}", file=sys.stderr)
-            return 2
-
-    run.__doc__ = command.__doc__
-    return run
+    return (ItfCommandError, ItfError, CorpusError)
 
 
 def _itf_files(paths: list[Path]) -> list[Path]:

@@ -1,7 +1,8 @@
-"""``kconform sensitivity``: the suite against every zoo member (``sensitivity.py``).
+"""``kconform sensitivity``: the suite against every zoo member (``search/sensitivity.py``),
+or with ``--knockout`` against a mutant per spec rule (``search/knockout_sweep.py``).
 
-Kept out of ``cli.py`` but wired into it with a few lines; the zoo and the runner are
-imported only when the command runs, so ``kconform --help`` stays instant.
+The zoo and the runner are imported only when the command runs, so ``kconform --help``
+stays instant.
 """
 
 from __future__ import annotations
@@ -12,10 +13,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import emit, fail, select, table
+from .common import add_selection, command_parser, emit, fail, select, table
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
+def register(sub: Any) -> None:
+    p = command_parser(
+        sub,
+        "sensitivity",
+        "how strong is a suite: run it against every zoo member (faulty implementations)",
+        "Run the selected fixtures against every member of the zoo (the reference with one replication rule "
+        "broken, each modelling a Kafka bug or a misreading; --list shows them) and print which members are "
+        "killed, by which fixtures, the shortest witness and the rules at it, the kill rate and the survivors. "
+        "Exit code 1 if a member survives. See docs/suite-strength.md.",
+    )
+    add_selection(p)
     p.add_argument(
         "--zoo",
         action="append",

@@ -16,13 +16,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from reference_impl import Config, StepRejected, apply, initial_state, observe, step_from_dict
 
 from ..adapters.base import Adapter, Description
-from ..fixtures.format import CURRENT_FORMAT
 from ..fixtures.loading import Fixture, FixtureStep, load_fixture_file
+from ..fixtures.writing import fixture_yaml as write_fixture
 from ..implementations.registry import resolve
 from ..judging.expectations import Expectations
 from ..judging.runner import run_fixture
@@ -114,22 +112,19 @@ def shrink(
 
 
 def fixture_yaml(fixture: Fixture, impl: str, origin: str, reason: str) -> str:
-    config = {k: v for k, v in fixture.config.to_dict().items() if v is not None}
-    steps: list[dict[str, Any]] = [{"do": fs.do} for fs in fixture.steps]
-    last = fixture.steps[-1]
-    steps[-1]["expect"] = last.expect
-    doc = {
-        "id": _fixture_id(fixture.id),
-        "title": f"{impl} disagrees with the reference (shrunk from corpus trace {fixture.id})",
-        "source": origin,
-        "description": f"Shrunk by kconform replay --save-failures. The original failure: {reason}",
-        "tags": ["corpus", "shrunk"],
-        "format": CURRENT_FORMAT,
-        "config": config,
-        **({"initial": fixture.initial} if fixture.initial is not None else {}),
-        "steps": steps,
-    }
-    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=120)
+    """A shrunk candidate (``candidate``: the reference accepts every step and its
+    observation after the last is expected) as a fixture file."""
+    return write_fixture(
+        _fixture_id(fixture.id),
+        f"{impl} disagrees with the reference (shrunk from corpus trace {fixture.id})",
+        source=origin,
+        description=f"Shrunk by kconform replay --save-failures. The original failure: {reason}",
+        tags=["corpus", "shrunk"],
+        config=fixture.config,
+        initial=fixture.initial,
+        steps=[fs.do for fs in fixture.steps],
+        expect=fixture.steps[-1].expect,
+    )
 
 
 def _fixture_id(trace_id: str) -> str:

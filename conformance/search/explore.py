@@ -26,8 +26,6 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import yaml
-
 from reference_impl import (
     Config,
     Generation,
@@ -39,7 +37,6 @@ from reference_impl import (
     enabled_steps,
     initial_state,
     observe,
-    step_to_dict,
 )
 from reference_impl.generation import breaks_invariants
 from reference_impl.steps import Crash, Elect
@@ -48,14 +45,13 @@ from reference_impl.values import evolve
 from ..adapters.base import Adapter, AdapterError, Description
 from ..adapters.in_process import ReferenceAdapter
 from ..adapters.wire import wire_step
-from ..fixtures.format import CURRENT_FORMAT
 from ..judging.compare import first_divergence
 from ..judging.progress import FairSuffix, drive
 from ..judging.runner import comparable, run_fixture
 from ..judging.safety import Coverage, certificate
 from .distribution import refused_steps
 from .explore_reduce import SLEEPERS, canonical, followers_of, independent, pointless, symmetric_key
-from .walk import walk
+from .walk import walk, witness
 
 REFUSED_DEPTH = 4
 """States up to this depth are offered the steps the reference refuses (``replay``); there
@@ -621,25 +617,12 @@ def witness_fixture(config: Config, path: tuple[Step, ...], fixture_id: str, tit
     """A shortest path as a fixture for ``kconform run``: every step, the last one
     expecting the reference's whole observation (or, for a step the reference refuses,
     expecting the refusal)."""
-    state = initial_state(config)
-    steps: list[dict[str, Any]] = []
-    for step in path:
-        try:
-            state = apply(state, step)
-        except StepRejected as exc:  # a step the reference refuses (and the implementation did not)
-            steps.append({"do": step_to_dict(step), "expect_rejected": exc.rule})
-            continue
-        steps.append({"do": step_to_dict(step)})
-    if steps and "expect_rejected" not in steps[-1] and level != "safety":
-        steps[-1]["expect"] = observe(state)
-    data = {k: v for k, v in config.to_dict().items() if v is not None}
-    doc = {
-        "id": fixture_id,
-        "title": title,
-        "source": "kconform explore (bounded exhaustive search, shortest path)",
-        "tags": ["explore"],
-        "format": CURRENT_FORMAT,
-        "config": data,
-        "steps": steps,
-    }
-    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=120)
+    return witness(
+        config,
+        path,
+        fixture_id,
+        source="kconform explore (bounded exhaustive search, shortest path)",
+        title=title,
+        tags=["explore"],
+        level=level,
+    )

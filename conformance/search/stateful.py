@@ -35,8 +35,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import yaml
-
 from reference_impl import (
     Config,
     Generation,
@@ -51,7 +49,7 @@ from reference_impl.steps import SPLIT_KINDS, Elect, EpochRequest, EpochRound, F
 
 from ..adapters.base import Adapter, AdapterError, Description
 from ..adapters.limits import CONTROLLER_KINDS, fit
-from ..fixtures.format import CURRENT_FORMAT
+from ..fixtures.writing import fixture_yaml
 from ..judging.conventions import unsupported_step_field
 from ..judging.runner import FAILING_AT, run_fixture
 from ..judging.safety import Coverage, certificate
@@ -812,23 +810,16 @@ def witness_fixture(trace: Trace, fixture_id: str = "fuzz-witness", reason: str 
     compares what the implementation exposes; a safety failure replays with
     ``kconform run --level safety``)."""
     assert trace.config is not None
-    steps: list[dict[str, Any]] = [{"do": {k: v for k, v in do.items() if v is not None}} for do in trace.steps]
-    for index, rule in trace.rejected.items():
-        steps[index]["expect_rejected"] = rule
-    if steps and trace.level != "safety" and len(steps) - 1 not in trace.rejected:
-        steps[-1]["expect"] = trace.observations[-1]
-    config = {k: v for k, v in trace.config.to_dict().items() if v is not None}
-    generation = config.pop("generation")
-    doc: dict[str, Any] = {
-        "id": fixture_id,
-        "title": "A run where the implementation failed kconform fuzz",
-        "source": "kconform fuzz",
-        "description": reason or "found by kconform fuzz",
-        "tags": ["fuzz"],
-        "format": CURRENT_FORMAT,
-        "config": {**config, "generation": generation},
-    }
-    if trace.initial is not None:  # a run from a drawn start (distribution.draw_initial)
-        doc["initial"] = trace.initial
-    doc["steps"] = steps
-    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=120)
+    return fixture_yaml(
+        fixture_id,
+        "A run where the implementation failed kconform fuzz",
+        source="kconform fuzz",
+        description=reason or "found by kconform fuzz",
+        tags=["fuzz"],
+        config=trace.config,
+        initial=trace.initial,  # a run from a drawn start (distribution.draw_initial), or None
+        steps=trace.steps,
+        rejected=trace.rejected,
+        expect=trace.observations[-1] if trace.steps and trace.level != "safety" else None,
+        generation_last=True,
+    )

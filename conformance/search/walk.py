@@ -18,12 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from reference_impl import Config, State, Step, StepRejected, apply, initial_state, observe, step_to_dict
 
-from ..fixtures.format import CURRENT_FORMAT
 from ..fixtures.loading import Fixture, FixtureStep
+from ..fixtures.writing import fixture_yaml
 from ..judging.runner import RuleTrace
 
 
@@ -98,7 +96,8 @@ def witness(
     *,
     source: str,
     title: str,
-    description: str = "",
+    tags: Sequence[str],
+    description: str | None = None,
     level: str = "exact",
     upto: int | None = None,
 ) -> str:
@@ -108,28 +107,17 @@ def witness(
     ``safety`` nothing is expected (the properties judge the implementation alone)."""
     steps = list(steps)[:upto] if upto else list(steps)
     walked = walk(config, steps, fixture_id, source=source)
-    out: list[dict[str, Any]] = []
-    for i, fs in enumerate(walked.fixture.steps):
-        entry: dict[str, Any] = {"do": {k: v for k, v in fs.do.items() if v is not None}}
-        if i in walked.rejected:
-            entry["expect_rejected"] = walked.rejected[i]
-        out.append(entry)
-    last = len(out) - 1
-    if out and level != "safety" and last not in walked.rejected:
-        out[-1]["expect"] = walked.observations[last]
-    data = {k: v for k, v in config.to_dict().items() if v is not None}
-    generation = data.pop("generation")
-    doc: dict[str, Any] = {
-        "id": fixture_id,
-        "title": title,
-        "source": source,
-        "description": description or f"found by {source}",
-        "tags": [source.split()[-1] if source.startswith("kconform") else source],
-        "format": CURRENT_FORMAT,
-        "config": {**data, "generation": generation},
-        "steps": out,
-    }
-    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=120)
+    return fixture_yaml(
+        fixture_id,
+        title,
+        source=source,
+        description=description,
+        tags=tags,
+        config=config,
+        steps=[fs.do for fs in walked.fixture.steps],
+        rejected=walked.rejected,
+        expect=walked.observations[-1] if steps and level != "safety" else None,
+    )
 
 
 __all__ = ["Walked", "walk", "witness"]
