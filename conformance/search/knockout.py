@@ -254,8 +254,6 @@ class Knockout:
 
 
 LEFT_OUT = {
-    "enabled": "the enabled-steps oracle (what fuzz and explore may draw), not what a step does: apply never "
-    "calls it, and tests/test_enabled.py checks it against apply",
     "given": "the checks of a fixture's initial: block: the loader refuses a state they reject before any "
     "implementation runs, so a knocked-out check changes nothing a valid fixture can show (tests/test_initial.py)",
 }
