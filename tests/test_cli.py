@@ -176,7 +176,7 @@ def test_diff_lists_regressions_and_fixes(capsys: pytest.CaptureFixture[str], tm
 
 def test_list_explain_impls(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "list", "--tag", "kip-279")
-    assert code == 0 and "kip-279-fast-leader-changes" in out and "4 fixtures" in out
+    assert code == 0 and "kip-279-fast-leader-changes" in out and "7 fixtures" in out
     code, out, _ = run(capsys, "explain", "seed-01-normal-round/leader-epoch", "--format", "markdown")
     assert code == 0 and "replicas.B.hw *" in out and "HW-FOLLOWER-1" in out
     code, _, err = run(capsys, "explain", "nope")

@@ -87,6 +87,53 @@ def test_equivalent_knockouts_exist_and_are_argued_in_the_docs() -> None:
         assert len(argument) > 40
 
 
+def test_per_generation_equivalences_exist_are_argued_and_are_not_counted_there() -> None:
+    """knockout.EQUIVALENT_IN: a knockout that no case of one generation can kill is not
+    counted weak there (its other generations still are), and the sweep says why."""
+    ids = {k.id for k in knockout.knockouts()}
+    generations = {g.value for g in reference_impl.Generation}
+    assert knockout.EQUIVALENT_IN
+    for kid, by_generation in knockout.EQUIVALENT_IN.items():
+        assert kid in ids, f"{kid}: no such knockout any more"
+        assert kid not in knockout.EQUIVALENT, f"{kid}: equivalent everywhere, not per generation"
+        assert f"`{kid}`" in DOCS, f"{kid}: argue it in docs/suite-strength.md"
+        assert by_generation and set(by_generation) < generations  # some generation can still kill it
+        assert all(len(argument) > 40 for argument in by_generation.values())
+    fixtures = [f for f in bundled_fixtures() if f.base_id == "restart-drops-epoch-led-without-writing"]
+    result = sweep(fixtures, ["TRUNC-2"])
+    (verdict,) = [v for v in result.verdicts if v.knockout.id == "TRUNC-2:guard-on:replica_ops.truncate:1"]
+    assert "hw-truncation" not in verdict.reached and verdict.reached  # killed in the others
+    assert verdict.to_dict()["equivalent_in"] == knockout.EQUIVALENT_IN[verdict.knockout.id]
+    text = terminal(result, lambda rows, headers: "")
+    assert "TRUNC-2:guard-on:replica_ops.truncate:1 [H]" in text
+
+
+def test_no_replica_holds_an_epoch_cache_under_hw_truncation_on_random_runs() -> None:
+    """The argument of knockout.EQUIVALENT_IN for the guard-on of TRUNC-2/EPOCH-CACHE-2:
+    under hw-truncation every cache stays empty, from drawn starts too."""
+    import random
+
+    from conformance.search.distribution import RandomChooser, draw_config, draw_initial, draw_steps
+    from reference_impl import Generation, StepRejected, apply, initial_state
+    from reference_impl.given import given_state
+
+    for seed in range(120):
+        chooser = RandomChooser(random.Random(seed))
+        config = draw_config(chooser, Generation.HW_TRUNCATION)
+        initial = draw_initial(chooser, config, 2)
+        state = given_state(config, initial) if initial is not None else initial_state(config)
+        for _ in range(30):
+            steps = draw_steps(chooser, state, refused=False)
+            if not steps:
+                break
+            for step in steps:
+                try:
+                    state = apply(state, step)
+                except StepRejected:
+                    continue
+                assert all(r.epoch_cache == () for r in state.replicas), (seed, step)
+
+
 def test_sweep_smoke_lists_the_rules_asked_and_renders() -> None:
     fixtures = [
         f for f in bundled_fixtures() if f.base_id in ("hw-frozen-under-min-isr", "seed-11-consumer-visibility")

@@ -14,7 +14,7 @@ import html
 from collections.abc import Callable
 from typing import Any
 
-from ..search.knockout import EQUIVALENT
+from ..search.knockout import EQUIVALENT, EQUIVALENT_IN
 from ..search.knockout_sweep import ENOUGH, SHORT, RuleVerdict, Sweep
 from .html import CSS
 
@@ -63,6 +63,10 @@ def terminal(sweep: Sweep, table: Table) -> str:
     if errored:
         lines.append("knockouts that only crash or hang (no fixture fails them by a difference):")
         lines += [f"  {v.knockout.id}: {v.errors[0][:100]}" for v in errored]
+    same_in = [(v.knockout.id, g) for v in sweep.verdicts for g in v.equivalent_in if v.status != "equivalent"]
+    if same_in:
+        lines.append("knockouts equivalent in a generation (no case of it can kill them; not counted there):")
+        lines += [f"  {kid} [{SHORT.get(g, g)}]: {EQUIVALENT_IN[kid][g][:100]}" for kid, g in same_in]
     weak = sweep.weak()
     if weak:
         lines.append(f"rules whose weakest knockout fewer than {ENOUGH} fixture cases kill (in the generation shown):")
@@ -110,6 +114,10 @@ def matrix_html(sweep: Sweep) -> str:
     )
     equivalent = "".join(
         f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in sorted(EQUIVALENT.items())
+    ) + "".join(
+        f"<tr><td>{html.escape(k)} (under {html.escape(g)})</td><td>{html.escape(why)}</td></tr>"
+        for k, by in sorted(EQUIVALENT_IN.items())
+        for g, why in sorted(by.items())
     )
     extra = (
         "th.v { height: 14em; white-space: nowrap; vertical-align: bottom; } "

@@ -172,6 +172,23 @@ EQUIVALENT: dict[str, str] = {
 }
 """Knockout id -> why no step sequence tells it from the reference (docs/suite-strength.md)."""
 
+_NO_CACHE_UNDER_HT = (
+    "under hw-truncation no replica ever holds an epoch-cache entry: every write to a cache is guarded by "
+    "profile.keeps_epoch_cache (PRODUCE-3, FOLLOWER-FETCH-2, LAI-2's EPOCH-CACHE-1, initial.py), given.py refuses "
+    "one in an initial: state, and the others only shorten a cache (EPOCH-CACHE-2, RESTART-3, LOG-START-3); so the "
+    "forced branch cuts an empty cache and writes the replica back unchanged (checked on random runs: "
+    "tests/test_knockout.py)"
+)
+
+EQUIVALENT_IN: dict[str, dict[str, str]] = {
+    "TRUNC-2:guard-on:replica_ops.truncate:1": {"hw-truncation": _NO_CACHE_UNDER_HT},
+    "EPOCH-CACHE-2:guard-on:replica_ops.truncate:1": {"hw-truncation": _NO_CACHE_UNDER_HT},
+}
+"""Knockout id -> generation -> why no step sequence of that generation tells it from the
+reference, for knockouts that differ in other generations (so they are not ``EQUIVALENT``):
+a case of that generation can never kill them, so ``knockout_sweep`` does not count the
+generation where the rule applies (docs/suite-strength.md)."""
+
 
 def spec_rules() -> tuple[str, ...]:
     """Every rule spec/replication.md defines (``- **ID** —``), in the spec's order."""

@@ -21,7 +21,7 @@ from reference_impl import Generation
 
 from ..fixtures.loading import Fixture
 from ..judging.runner import reference_trace
-from .knockout import EQUIVALENT, Knockout, Reach, knockouts, member, reach_of, reached, spec_rules
+from .knockout import EQUIVALENT, EQUIVALENT_IN, Knockout, Reach, knockouts, member, reach_of, reached, spec_rules
 from .sensitivity import Explored, Kill, explore_kills, explore_trees, fuzz_kills, judge
 
 SHORT = {"hw-truncation": "H", "leader-epoch": "L", "diverging-epoch": "D"}
@@ -47,7 +47,13 @@ class KnockoutVerdict:
     reached: tuple[str, ...] = ()
     """The generations in which some fixture case runs the knockout's line on the reference
     (``Knockout.line``) and, at a forced ``if``, goes the other way (``Knockout.turn``):
-    only there can a case kill it."""
+    only there can a case kill it. A generation where the knockout is argued equivalent
+    (``EQUIVALENT_IN``) is left out."""
+
+    @property
+    def equivalent_in(self) -> dict[str, str]:
+        """Generation -> why no step sequence of it tells the knockout apart (``EQUIVALENT_IN``)."""
+        return EQUIVALENT_IN.get(self.knockout.id, {})
 
     @property
     def status(self) -> str:
@@ -72,6 +78,7 @@ class KnockoutVerdict:
             "searched": [k.to_dict() for k in self.searched],
             "errors": self.errors[:3],
             "equivalent": EQUIVALENT.get(self.knockout.id),
+            "equivalent_in": self.equivalent_in,
         }
 
 
@@ -182,7 +189,8 @@ class Sweep:
 
 def _reached(knockout: Knockout, reaches: Sequence[tuple[str, Reach]]) -> tuple[str, ...]:
     found = {generation for generation, reach in reaches if reach_of(knockout, reach)}
-    return tuple(g.value for g in Generation if g.value in found)
+    same = EQUIVALENT_IN.get(knockout.id, {})
+    return tuple(g.value for g in Generation if g.value in found and g.value not in same)
 
 
 def sweep(
