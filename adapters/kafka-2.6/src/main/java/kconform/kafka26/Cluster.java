@@ -15,6 +15,13 @@ import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeSet;
+import kconform.adapter.ClusterCore;
+import kconform.adapter.KafkaError;
+import kconform.adapter.LogDirs;
+import kconform.adapter.Registration;
+import kconform.adapter.Rejected;
+import kconform.adapter.ReplicaView;
+import kconform.adapter.Snapshot;
 import kafka.api.ApiVersion;
 import kafka.api.LeaderAndIsr;
 import kafka.cluster.DelayedOperations;
@@ -79,21 +86,11 @@ import scala.jdk.javaapi.CollectionConverters;
  * request per step), the order of the periodic tasks on a tick, and the follower-side
  * control flow of AbstractFetcherThread / ReplicaFetcherThread, rewritten after 2.6.3's.
  */
-final class Cluster implements AutoCloseable {
+final class Cluster extends ClusterCore<Broker, ManualTime> {
     static final String TOPIC = "kconform";
     static final TopicPartition TP = new TopicPartition(TOPIC, 0);
     private static final int MAX_BYTES = 1 << 20;
     private static final int CONTROLLER_EPOCH = 1;
-
-    /** A refused step: the precondition of a spec rule does not hold. */
-    static final class Rejected extends Exception {
-        final String rule;
-
-        Rejected(String rule, String reason) {
-            super(reason);
-            this.rule = rule;
-        }
-    }
 
     /** A follower's fetch as the leader received it (FetchRequest.PartitionData and the session). */
     record FetchRequestState(Broker follower, Broker leader, int incarnation, int requestEpoch, long fetchOffset,
@@ -109,60 +106,14 @@ final class Cluster implements AutoCloseable {
                        int epoch, long endOffset) {
     }
 
-    private record PendingProduce(String id, Broker leader, long requiredOffset, long deadlineMs) {
-    }
-
-    private final ManualTime time = new ManualTime();
-    private final File root;
-    private final List<Broker> brokers = new ArrayList<>();
-    private final Map<String, Broker> byName = new LinkedHashMap<>();
-    private final int minIsr;
-    private final boolean unclean;
-    private final long lagMs;
-    private final long checkpointIntervalMs;
-    private final long requestTimeoutMs;
-    private final long fetchWaitMs;
-
-    // The ZooKeeper controller: the partition's znode (leader, leader epoch, ISR, zkVersion).
-    private Integer ctrlLeader;
-    private int ctrlEpoch;
-    private int ctrlZkVersion;
-    private List<Integer> ctrlIsr;
-    private final Set<Integer> down = new TreeSet<>();
-
-    private final Map<String, String> producer = new LinkedHashMap<>();
-    private final List<PendingProduce> pending = new ArrayList<>();
-    private Map<String, Object> epochQuery;
-
     /** A fresh partition, or (protocol 3) the given state of spec/adapter-protocol.md "reset". */
     Cluster(Map<String, Object> config, Map<String, Object> initial) throws IOException {
-        @SuppressWarnings("unchecked")
-        List<String> names = (List<String>) config.get("replicas");
-        minIsr = ((Number) config.get("min_insync_replicas")).intValue();
-        unclean = Boolean.TRUE.equals(config.get("unclean_leader_election"));
-        lagMs = ((Number) config.get("replica_lag_time_max_ms")).longValue();
-        checkpointIntervalMs = ((Number) config.get("replica_high_watermark_checkpoint_interval_ms")).longValue();
-        requestTimeoutMs = ((Number) config.get("request_timeout_ms")).longValue();
-        fetchWaitMs = ((Number) config.get("replica_fetch_wait_max_ms")).longValue();
-        root = Files.createTempDirectory("kconform-kafka26-").toFile();
-        for (int i = 0; i < names.size(); i++) {
-            Broker b = new Broker(names.get(i), i, new File(root, names.get(i)));
-            brokers.add(b);
-            byName.put(b.name, b);
-        }
+        super(config, new ManualTime(), "kconform-kafka26-", Broker::new);
         if (initial != null) {
             fromGiven(initial);
             return;
         }
-        String first = (String) config.get("initial_leader");
-        Broker leader = first == null ? brokers.get(0) : broker(first);
-        ctrlLeader = leader.id;
-        ctrlEpoch = 0;
-        ctrlZkVersion = 0;
-        ctrlIsr = new ArrayList<>();
-        for (Broker b : brokers) {
-            ctrlIsr.add(b.id);
-        }
+        newPartition((String) config.get("initial_leader"));
         for (Broker b : brokers) {
             start(b, true);
         }
@@ -191,7 +142,7 @@ final class Cluster implements AutoCloseable {
         String leaderName = (String) initial.get("leader");
         ctrlLeader = leaderName == null ? null : broker(leaderName).id;
         ctrlEpoch = ((Number) initial.get("leader_epoch")).intValue();
-        ctrlZkVersion = ((Number) initial.get("partition_epoch")).intValue();
+        ctrlPartitionEpoch = ((Number) initial.get("partition_epoch")).intValue();
         List<String> isrNames = (List<String>) initial.get("isr");
         ctrlIsr = new ArrayList<>();
         for (Broker b : brokers) {
@@ -224,8 +175,8 @@ final class Cluster implements AutoCloseable {
             log.updateHighWatermark(((Number) rs.get("hw")).longValue());
             String knownLeader = (String) rs.get("leader");
             int knownEpoch = ((Number) rs.get("leader_epoch")).intValue();
-            apply(b, new Broker.Registration(knownLeader == null ? null : broker(knownLeader).id, knownEpoch,
-                ctrlZkVersion, List.copyOf(ctrlIsr)), false);
+            apply(b, new Registration(knownLeader == null ? null : broker(knownLeader).id, knownEpoch,
+                ctrlPartitionEpoch, List.copyOf(ctrlIsr)), false);
             if (b.fetchOffset != null) {
                 boolean truncating = "truncating".equals(rs.get("fetch_state"));
                 b.truncating = truncating;
@@ -291,37 +242,19 @@ final class Cluster implements AutoCloseable {
         b.partition.createLogIfNotExists(isNew, false, offsetCheckpoints(b));
     }
 
-    private void stop(Broker b) {
+    @Override
+    protected void stop(Broker b) {
         b.lastSeen = snapshot(b);
         Option<Log> log = b.partition.log();
         if (log.isDefined()) {
             log.get().close(); // no clean-shutdown marker: the next start recovers the log
         }
-        releaseDirLocks(b.logManager);
+        LogDirs.releaseScalaDirLocks(b.logManager);
         b.online = false;
         b.partition = null;
         b.logManager = null;
         b.inbox.clear();
         dropFetcher(b);
-    }
-
-    /** LogManager locks its directory (a file lock, per JVM); a crashed process holds none. */
-    private static void releaseDirLocks(LogManager manager) {
-        try {
-            for (Field f : LogManager.class.getDeclaredFields()) {
-                if (f.getName().endsWith("dirLocks")) {
-                    f.setAccessible(true);
-                    scala.collection.Iterable<?> locks = (scala.collection.Iterable<?>) f.get(manager);
-                    for (Object lock : CollectionConverters.asJava(locks)) {
-                        ((kafka.utils.FileLock) lock).destroy();
-                    }
-                    return;
-                }
-            }
-            throw new IllegalStateException("LogManager has no dirLocks field in this Kafka version");
-        } catch (IllegalAccessException e) {
-            throw new IllegalStateException("cannot release LogManager's directory locks: " + e, e);
-        }
     }
 
     /** ReplicaFetcherManager.removeFetcherForPartitions: the fetcher session ends. */
@@ -332,31 +265,6 @@ final class Cluster implements AutoCloseable {
         b.parked = null;
         b.inFlight = null; // MSG-DROP-1: answers to the old session are dropped
         b.epochInFlight = null;
-    }
-
-    @Override
-    public void close() {
-        for (Broker b : brokers) {
-            if (b.online) {
-                stop(b);
-            }
-        }
-        deleteRecursively(root);
-        // Kafka's gauges hold the closed LogManagers and Partitions; one JVM runs many resets.
-        com.yammer.metrics.core.MetricsRegistry registry = kafka.metrics.KafkaYammerMetrics.defaultRegistry();
-        for (com.yammer.metrics.core.MetricName metric : List.copyOf(registry.allMetrics().keySet())) {
-            registry.removeMetric(metric);
-        }
-    }
-
-    private static void deleteRecursively(File f) {
-        File[] children = f.listFiles();
-        if (children != null) {
-            for (File c : children) {
-                deleteRecursively(c);
-            }
-        }
-        f.delete();
     }
 
     // ------------------------------------------------------------------ Kafka's collaborators
@@ -387,7 +295,7 @@ final class Cluster implements AutoCloseable {
     }
 
     private Option<Object> zkWrite(Broker b, LeaderAndIsr request) {
-        if (!b.online || request.zkVersion() != ctrlZkVersion) {
+        if (!b.online || request.zkVersion() != ctrlPartitionEpoch) {
             return Option.empty();
         }
         List<Integer> isr = new ArrayList<>();
@@ -396,8 +304,8 @@ final class Cluster implements AutoCloseable {
         }
         isr.sort(Comparator.naturalOrder());
         ctrlIsr = isr;
-        ctrlZkVersion += 1;
-        return Option.apply((Object) ctrlZkVersion);
+        ctrlPartitionEpoch += 1;
+        return Option.apply((Object) ctrlPartitionEpoch);
     }
 
     /** Purgatories are the adapter's (pending produces, parked fetches). */
@@ -446,11 +354,7 @@ final class Cluster implements AutoCloseable {
 
     // ------------------------------------------------------------------ controller
 
-    private Broker.Registration registration() {
-        return new Broker.Registration(ctrlLeader, ctrlEpoch, ctrlZkVersion, List.copyOf(ctrlIsr));
-    }
-
-    private LeaderAndIsrPartitionState toKafka(Broker.Registration r, boolean isNew) {
+    private LeaderAndIsrPartitionState toKafka(Registration r, boolean isNew) {
         List<Integer> replicas = new ArrayList<>();
         for (Broker x : brokers) {
             replicas.add(x.id);
@@ -462,7 +366,7 @@ final class Cluster implements AutoCloseable {
             .setLeader(r.leader() == null ? LeaderAndIsr.NoLeader() : r.leader())
             .setLeaderEpoch(r.leaderEpoch())
             .setIsr(new ArrayList<>(r.isr()))
-            .setZkVersion(r.zkVersion())
+            .setZkVersion(r.partitionEpoch())
             .setReplicas(replicas)
             .setAddingReplicas(List.of())
             .setRemovingReplicas(List.of())
@@ -476,7 +380,7 @@ final class Cluster implements AutoCloseable {
      * new fetcher at the HW in Truncating state; when there is no leader, only the log is
      * created and the partition keeps its leader, epoch and fetcher).
      */
-    private void apply(Broker b, Broker.Registration r, boolean isNew) {
+    private void apply(Broker b, Registration r, boolean isNew) {
         if (!b.online) {
             return;
         }
@@ -501,241 +405,15 @@ final class Cluster implements AutoCloseable {
             // makeFollowers: "cannot become follower since the new leader -1 is unavailable"
             b.partition.createLogIfNotExists(isNew, false, offsetCheckpoints(b));
         }
-        for (PendingProduce p : List.copyOf(pending)) {
-            if (p.leader() == b) {
-                completeIfDone(p);
-            }
-        }
+        completePendingAt(b);
     }
 
-    /** CTRL-ELECT-5 / LAI-5: every live broker is sent the LeaderAndIsr; those in notify apply
-     * it now (after what is queued for them), the others when deliver_leader_and_isr says. */
-    private void publish(List<String> notify) {
-        Broker.Registration r = registration();
-        for (Broker b : brokers) {
-            if (!b.online) {
-                continue;
-            }
-            if (notify == null || notify.contains(b.name)) {
-                while (!b.inbox.isEmpty()) {
-                    apply(b, b.inbox.poll(), false);
-                }
-                apply(b, r, false);
-            } else {
-                b.inbox.add(r);
-            }
-        }
-    }
-
-    private List<Integer> liveIsr() {
-        List<Integer> out = new ArrayList<>();
-        for (int id : ctrlIsr) {
-            if (brokers.get(id).online) {
-                out.add(id);
-            }
-        }
-        return out;
-    }
-
-    /** OfflinePartitionLeaderElectionStrategy: first live ISR member, else (unclean) first live replica. */
-    private boolean offlineElection() {
-        List<Integer> live = liveIsr();
-        if (!live.isEmpty()) {
-            ctrlLeader = live.get(0);
-            ctrlIsr = live;
-        } else if (unclean && brokers.stream().anyMatch(x -> x.online)) {
-            Broker first = brokers.stream().filter(x -> x.online).findFirst().orElseThrow();
-            ctrlLeader = first.id;
-            ctrlIsr = List.of(first.id);
-        } else {
-            return false;
-        }
-        ctrlEpoch += 1;
-        ctrlZkVersion += 1;
-        return true;
-    }
-
-    /** ReplicaStateMachine.doRemoveReplicasFromIsr (1.1 - 2.6): newLeaderAndIsr, so the leader
-     * epoch goes up even when the leader stays; the last ISR member stays (KAFKA-5642). */
-    private void removeFromIsr(int id) {
-        if (!ctrlIsr.contains(id)) {
-            return;
-        }
-        List<Integer> isr = new ArrayList<>(ctrlIsr);
-        isr.remove(Integer.valueOf(id));
-        if (isr.isEmpty()) {
-            isr = ctrlIsr;
-        }
-        ctrlLeader = ctrlLeader != null && ctrlLeader == id ? null : ctrlLeader;
-        ctrlIsr = isr;
-        ctrlEpoch += 1;
-        ctrlZkVersion += 1;
-    }
-
-    private List<Integer> unhandledFailures() {
-        List<Integer> out = new ArrayList<>();
-        for (Broker b : brokers) {
-            if (!b.online && !down.contains(b.id)) {
-                out.add(b.id);
-            }
-        }
-        return out;
-    }
-
-    /** KafkaController.onBrokerFailure: elect for the partition if its leader died, else remove
-     * the dead from the ISR; one LeaderAndIsr with the result. */
-    private void handleFailures(List<String> notify) {
-        List<Integer> dead = unhandledFailures();
-        int epochBefore = ctrlEpoch;
-        Integer leaderBefore = ctrlLeader;
-        down.addAll(dead);
-        boolean elected = false;
-        if (leaderBefore == null || dead.contains(leaderBefore)) {
-            elected = offlineElection();
-        }
-        if (!elected) {
-            for (int id : dead) {
-                removeFromIsr(id);
-            }
-        }
-        if (ctrlEpoch != epochBefore) {
-            publish(notify);
-        }
-    }
-
-    void elect(String leader, List<String> notify) throws Rejected {
-        if (notify != null) {
-            for (String n : notify) {
-                if (!byName.containsKey(n)) {
-                    throw new Rejected("CTRL-ELECT-5", "elect.notify: unknown replica " + n);
-                }
-            }
-        }
-        if (leader == null) {
-            boolean leaderAlive = ctrlLeader != null && brokers.get(ctrlLeader).online;
-            List<Integer> dead = unhandledFailures();
-            if (ctrlLeader != null && dead.isEmpty() && leaderAlive) {
-                throw new Rejected("CTRL-ELECT-PRE-1", "elect: the leader " + brokers.get(ctrlLeader).name
-                    + " is alive and no broker failure is pending; name a leader for a controlled election");
-            }
-            if (!dead.isEmpty()) {
-                handleFailures(notify);
-                return;
-            }
-            if (offlineElection()) {
-                publish(notify);
-            }
-            return;
-        }
-        Broker x = byName.get(leader);
-        if (x == null) {
-            throw new Rejected("CTRL-ELECT-4", "elect: unknown replica " + leader);
-        }
-        if (!x.online) {
-            throw new Rejected("CTRL-ELECT-4", "elect: replica " + leader + " is offline");
-        }
-        if (!ctrlIsr.contains(x.id)) {
-            throw new Rejected("CTRL-ELECT-4", "elect: replica " + leader + " is not in the ISR");
-        }
-        ctrlLeader = x.id;
-        ctrlEpoch += 1;
-        ctrlZkVersion += 1;
-        publish(notify);
-    }
-
-    void deliverLeaderAndIsr(String name) throws Rejected {
-        Broker b = broker(name);
-        if (b.inbox.isEmpty()) {
-            throw new Rejected("LAI-PRE-1", "deliver_leader_and_isr: none is in flight to " + name);
-        }
-        apply(b, b.inbox.poll(), false);
+    @Override
+    protected void apply(Broker b, Registration r) {
+        apply(b, r, false);
     }
 
     // ------------------------------------------------------------------ steps
-
-    Broker broker(String name) {
-        Broker b = byName.get(name);
-        if (b == null) {
-            throw new IllegalArgumentException("unknown replica " + name + " (replicas: " + byName.keySet() + ")");
-        }
-        return b;
-    }
-
-    void produce(String id, List<String> values, String acks, String to) throws Rejected {
-        if (producer.containsKey(id)) {
-            throw new Rejected("PRODUCE-PRE-1", "produce id " + id + " was used before");
-        }
-        if (to != null && !byName.containsKey(to)) {
-            throw new Rejected("PRODUCE-PRE-1", "produce.to: unknown replica " + to);
-        }
-        boolean ackAll = "all".equals(acks) || "-1".equals(acks);
-        boolean ack0 = "0".equals(acks);
-        String status;
-        Broker target = to != null ? byName.get(to) : ctrlLeader == null ? null : brokers.get(ctrlLeader);
-        if (target == null) {
-            status = "LEADER_NOT_AVAILABLE";
-        } else if (!target.online) {
-            status = "NETWORK_EXCEPTION";
-        } else {
-            SimpleRecord[] records = values.stream()
-                .map(v -> new SimpleRecord(v.getBytes(StandardCharsets.UTF_8)))
-                .toArray(SimpleRecord[]::new);
-            try {
-                LogAppendInfo info = target.partition.appendRecordsToLeader(
-                    MemoryRecords.withRecords(CompressionType.NONE, records), AppendOrigin.Client$.MODULE$,
-                    ackAll ? -1 : ack0 ? 0 : 1);
-                if (ackAll) {
-                    PendingProduce p = new PendingProduce(id, target, info.lastOffset() + 1,
-                        time.milliseconds() + requestTimeoutMs);
-                    pending.add(p);
-                    producer.put(id, "pending");
-                    completeIfDone(p);
-                    status = producer.get(id);
-                } else {
-                    status = "acked";
-                }
-            } catch (ApiException e) {
-                status = Errors.forException(e).name();
-            }
-        }
-        producer.put(id, ack0 ? "sent" : status);
-    }
-
-    /** DelayedProduce.tryComplete: done when Partition.checkEnoughReplicasReachOffset says so. */
-    private void completeIfDone(PendingProduce p) {
-        if (!pending.contains(p)) {
-            return;
-        }
-        Broker b = p.leader();
-        Errors error;
-        boolean done;
-        if (!b.online || b.partition == null) {
-            error = Errors.NETWORK_EXCEPTION;
-            done = true;
-        } else {
-            Tuple2<Object, Errors> answer = b.partition.checkEnoughReplicasReachOffset(p.requiredOffset());
-            done = (Boolean) answer._1() || answer._2() != Errors.NONE;
-            error = answer._2();
-        }
-        if (done) {
-            pending.remove(p);
-            producer.put(p.id(), error == Errors.NONE ? "acked" : error.name());
-        }
-    }
-
-    private void completeAllPending() {
-        for (PendingProduce p : List.copyOf(pending)) {
-            completeIfDone(p);
-        }
-    }
-
-    /** fetch_round: a fetch, and its delivery when the leader answered at once (FETCH-ROUND-1). */
-    void fetchRound(String name, Long maxWaitMs, Integer maxRecords) throws Rejected, IOException {
-        fetch(name, maxWaitMs, maxRecords);
-        if (broker(name).inFlight != null) {
-            deliverFetch(name);
-        }
-    }
 
     private Broker fetcherLeader(Broker f, String rule) throws Rejected {
         if (!f.online) {
@@ -757,7 +435,8 @@ final class Cluster implements AutoCloseable {
      * does: Partition.readRecords, then Partition.updateFollowerFetchState (the follower's state,
      * the ISR, the HW); answered at once or parked.
      */
-    void fetch(String name, Long maxWaitMs, Integer maxRecords) throws Rejected, IOException {
+    @Override
+    public void fetch(String name, Long maxWaitMs, Integer maxRecords) throws Rejected, IOException {
         Broker f = broker(name);
         Broker l = fetcherLeader(f, "FETCH-PRE-1");
         if (f.truncating) {
@@ -844,7 +523,8 @@ final class Cluster implements AutoCloseable {
      * leader's LEO moved from the fetch offset, when it no longer leads at the request's epoch
      * (fetchOffsetSnapshot fences it, cases A and E), or at the deadline; onComplete reads again
      * without updating the follower's state. */
-    private void completeParked(boolean deadlinesOnly) {
+    @Override
+    protected void completeParked(boolean deadlinesOnly) {
         for (Broker f : brokers) {
             FetchRequestState p = f.parked;
             if (p == null) {
@@ -880,7 +560,8 @@ final class Cluster implements AutoCloseable {
      * ReplicaFetcherThread.processPartitionData (append, then Log.updateHighWatermark with the
      * leader's HW and maybeIncrementLogStartOffset).
      */
-    void deliverFetch(String name) throws Rejected, IOException {
+    @Override
+    public void deliverFetch(String name) throws Rejected, IOException {
         Broker f = broker(name);
         FetchAnswer answer = f.inFlight;
         if (answer == null) {
@@ -1023,37 +704,6 @@ final class Cluster implements AutoCloseable {
         f.truncating = false;
     }
 
-    void isrExpiration(String name) throws Rejected {
-        Broker b = broker(name);
-        if (!b.online) {
-            throw new Rejected("ISR-SHRINK-PRE-1", name + " is offline");
-        }
-        b.partition.maybeShrinkIsr();
-        completeAllPending();
-    }
-
-    void crash(String name) throws Rejected {
-        Broker b = broker(name);
-        if (!b.online) {
-            throw new Rejected("CRASH-PRE-1", name + " is already offline");
-        }
-        stop(b);
-        completeAllPending(); // PRODUCE-6: NETWORK_EXCEPTION for those waiting at b
-    }
-
-    void restart(String name) throws Rejected, IOException {
-        Broker b = broker(name);
-        if (b.online) {
-            throw new Rejected("RESTART-PRE-1", name + " is online");
-        }
-        if (!down.contains(b.id) && ctrlLeader != null && ctrlLeader == b.id) {
-            handleFailures(null); // RESTART-2: KIP-380, onBrokerFailure before onBrokerStartup
-        }
-        down.remove(b.id);
-        start(b, false);
-        apply(b, registration(), false); // onBrokerStartup: LeaderAndIsr for its replicas
-    }
-
     void epochQuery(String name, int epoch, Integer currentLeaderEpoch) throws Rejected {
         Broker b = broker(name);
         if (!b.online) {
@@ -1066,104 +716,26 @@ final class Cluster implements AutoCloseable {
                 || currentLeaderEpoch == org.apache.kafka.common.record.RecordBatch.NO_PARTITION_LEADER_EPOCH
             ? Optional.empty()
             : Optional.of(currentLeaderEpoch);
-        EpochEndOffset answer = b.partition.lastOffsetForLeaderEpoch(current, epoch,
-            true);
-        Map<String, Object> q = new LinkedHashMap<>();
-        q.put("replica", name);
-        q.put("requested_epoch", epoch);
+        EpochEndOffset answer = b.partition.lastOffsetForLeaderEpoch(current, epoch, true);
         Errors error = answer.error();
-        q.put("error", error == Errors.NONE ? null : error.name());
-        q.put("leader_epoch", error == Errors.NONE ? answer.leaderEpoch() : -1);
-        q.put("end_offset", error == Errors.NONE ? answer.endOffset() : -1L);
-        epochQuery = q;
+        answerEpochQuery(name, epoch, error == Errors.NONE ? null : error.name(), answer.leaderEpoch(),
+            answer.endOffset());
     }
 
     // ------------------------------------------------------------------ time
 
-    private record Timer(long atMs, int order, Runnable action) {
-    }
-
-    /** TICK-1: parked-fetch and produce deadlines, then isr-expiration runs (every
-     * replica.lag.time.max.ms / 2 from the broker's start, ReplicaManager.startup), then HW
-     * checkpoints (every replica.high.watermark.checkpoint.interval.ms), in time order. */
-    void tick(long ms) {
-        long from = time.milliseconds();
-        long to = from + ms;
-        List<Timer> timers = new ArrayList<>();
-        for (PendingProduce p : pending) {
-            if (p.deadlineMs() > from && p.deadlineMs() <= to) {
-                timers.add(new Timer(p.deadlineMs(), 1, () -> {
-                    if (pending.remove(p)) {
-                        producer.put(p.id(), Errors.REQUEST_TIMED_OUT.name());
-                    }
-                }));
-            }
-        }
-        for (Broker f : brokers) {
-            FetchRequestState p = f.parked;
-            if (p != null && p.deadlineMs() > from && p.deadlineMs() <= to) {
-                timers.add(new Timer(p.deadlineMs(), 0, () -> completeParked(true)));
-            }
-        }
-        for (Broker b : brokers) {
-            if (!b.online) {
-                continue;
-            }
-            addPeriodic(timers, b.startedMs, lagMs / 2, from, to, 2, () -> {
-                if (b.online) {
-                    b.partition.maybeShrinkIsr();
-                }
-            });
-            if (checkpointIntervalMs > 0) {
-                addPeriodic(timers, b.startedMs, checkpointIntervalMs, from, to, 3, () -> checkpoint(b));
-            }
-        }
-        timers.sort(Comparator.comparingLong(Timer::atMs).thenComparingInt(Timer::order));
-        for (Timer t : timers) {
-            time.set(t.atMs());
-            t.action().run();
-            completeAllPending();
-        }
-        time.set(to);
-    }
-
-    private static void addPeriodic(List<Timer> out, long startMs, long periodMs, long from, long to, int order,
-                                    Runnable action) {
-        if (periodMs <= 0) {
-            return;
-        }
-        long k = Math.max(1, (from - startMs) / periodMs + 1);
-        for (long at = startMs + k * periodMs; at <= to; at += periodMs) {
-            if (at > from) {
-                out.add(new Timer(at, order, action));
-            }
-        }
-    }
-
     /** ReplicaManager.checkpointHighWatermarks for this broker's one partition. */
-    private void checkpoint(Broker b) {
+    @Override
+    protected void checkpoint(Broker b) {
         if (!b.online || b.partition == null || b.partition.log().isEmpty()) {
             return;
         }
         writeCheckpoint(b, b.partition.log().get().highWatermark());
     }
 
-    /** After every step: parked fetches and waiting produces that can complete do; CKPT-1. */
-    void afterStep() {
-        completeParked(false);
-        completeAllPending();
-        if (checkpointIntervalMs == 0) {
-            for (Broker b : brokers) {
-                if (b.online && b.partition.log().isDefined() && b.partition.log().get().highWatermark() != readCheckpoint(b)) {
-                    checkpoint(b);
-                }
-            }
-        }
-    }
-
     // ------------------------------------------------------------------ observation
 
-    private Broker.Snapshot snapshot(Broker b) {
+    private Snapshot snapshot(Broker b) {
         Log log = b.partition.localLogOrException();
         List<String> records = new ArrayList<>();
         long offset = log.logStartOffset();
@@ -1172,10 +744,7 @@ final class Cluster implements AutoCloseable {
             long before = offset;
             for (RecordBatch batch : info.records().batches()) {
                 for (Record record : batch) {
-                    ByteBuffer v = record.value();
-                    byte[] bytes = new byte[v.remaining()];
-                    v.get(bytes);
-                    records.add(new String(bytes, StandardCharsets.UTF_8) + "@" + batch.partitionLeaderEpoch());
+                    records.add(recordText(record.value(), batch.partitionLeaderEpoch()));
                     offset = record.offset() + 1;
                 }
             }
@@ -1189,61 +758,8 @@ final class Cluster implements AutoCloseable {
         }
         Option<Object> leaderId = b.partition.leaderReplicaIdOpt();
         String leader = leaderId.isDefined() ? brokers.get((Integer) leaderId.get()).name : null;
-        return new Broker.Snapshot(records, log.logStartOffset(), log.logEndOffset(), log.highWatermark(), cache,
+        return new Snapshot(records, log.logStartOffset(), log.logEndOffset(), log.highWatermark(), cache,
             leader, b.partition.getLeaderEpoch());
-    }
-
-    Map<String, Object> observe() {
-        Map<String, Object> out = new LinkedHashMap<>();
-        out.put("clock_ms", time.milliseconds() - ManualTime.ORIGIN_MS);
-        out.put("leader", ctrlLeader == null ? null : brokers.get(ctrlLeader).name);
-        out.put("leader_epoch", ctrlEpoch);
-        List<String> isr = new ArrayList<>();
-        for (Broker b : brokers) {
-            if (ctrlIsr.contains(b.id)) {
-                isr.add(b.name);
-            }
-        }
-        out.put("isr", isr);
-        out.put("partition_epoch", ctrlZkVersion);
-        Map<String, Object> replicas = new LinkedHashMap<>();
-        for (Broker b : brokers) {
-            replicas.put(b.name, observe(b));
-        }
-        out.put("replicas", replicas);
-        out.put("producer", new LinkedHashMap<>(producer));
-        out.put("epoch_query", epochQuery);
-        return out;
-    }
-
-    private Map<String, Object> observe(Broker b) {
-        Map<String, Object> r = new LinkedHashMap<>();
-        Broker.Snapshot s = b.online ? snapshot(b) : b.lastSeen;
-        String role = !b.online ? "none" : b.partition.isLeader() ? "leader" : b.fetchOffset != null ? "follower" : "none";
-        r.put("online", b.online);
-        r.put("role", role);
-        r.put("leader", s.leader());
-        r.put("leader_epoch", s.leaderEpoch());
-        r.put("leo", s.leo());
-        r.put("hw", s.hw()); // offline: the HW it had (memory), as the reference shows it
-        r.put("checkpoint_hw", readCheckpoint(b));
-        r.put("log", s.log());
-        r.put("epoch_cache", s.epochCache());
-        r.put("fetch_state", b.online && b.truncating && b.fetchOffset != null ? "truncating" : "fetching");
-        r.put("log_start", s.logStart());
-        if (b.online && b.partition.isLeader()) {
-            Map<String, Object> remote = new LinkedHashMap<>();
-            for (Broker other : brokers) {
-                if (other == b) {
-                    continue;
-                }
-                Option<Replica> replica = b.partition.getReplica(other.id);
-                long leo = replica.isDefined() ? replica.get().logEndOffset() : -1L;
-                remote.put(other.name, leo < 0 ? null : leo);
-            }
-            r.put("remote_leo", remote);
-        }
-        return r;
     }
 
     private long readCheckpoint(Broker b) {
@@ -1253,5 +769,81 @@ final class Cluster implements AutoCloseable {
         }
         Option<Object> hw = new OffsetCheckpointFile(file, null).read().get(TP);
         return hw.isDefined() ? (Long) hw.get() : 0L;
+    }
+
+    // ------------------------------------------------------------------ ClusterCore's hooks
+
+    @Override
+    protected void rejoin(Broker b) throws IOException {
+        start(b, false);
+        apply(b, registration(), false); // onBrokerStartup: LeaderAndIsr for its replicas
+    }
+
+    @Override
+    protected long appendAsLeader(Broker leader, List<String> values, int requiredAcks) throws KafkaError {
+        SimpleRecord[] records = values.stream()
+            .map(v -> new SimpleRecord(v.getBytes(StandardCharsets.UTF_8)))
+            .toArray(SimpleRecord[]::new);
+        try {
+            LogAppendInfo info = leader.partition.appendRecordsToLeader(
+                MemoryRecords.withRecords(CompressionType.NONE, records), AppendOrigin.Client$.MODULE$, requiredAcks);
+            return info.lastOffset() + 1;
+        } catch (ApiException e) {
+            throw new KafkaError(Errors.forException(e).name());
+        }
+    }
+
+    @Override
+    protected String ackOutcome(Broker leader, long requiredOffset) {
+        Tuple2<Object, Errors> answer = leader.partition.checkEnoughReplicasReachOffset(requiredOffset);
+        if (!(Boolean) answer._1() && answer._2() == Errors.NONE) {
+            return null;
+        }
+        return answer._2() == Errors.NONE ? "acked" : answer._2().name();
+    }
+
+    @Override
+    protected Long parkedDeadline(Broker f) {
+        return f.parked == null ? null : f.parked.deadlineMs();
+    }
+
+    @Override
+    protected void shrinkIsr(Broker b) {
+        b.partition.maybeShrinkIsr();
+    }
+
+    @Override
+    protected boolean checkpointBehind(Broker b) {
+        return b.partition.log().isDefined() && b.partition.log().get().highWatermark() != readCheckpoint(b);
+    }
+
+    @Override
+    protected ReplicaView view(Broker b) {
+        Snapshot s = b.online ? snapshot(b) : b.lastSeen;
+        String role = !b.online ? "none" : b.partition.isLeader() ? "leader" : b.fetchOffset != null ? "follower" : "none";
+        Map<String, Object> remote = null;
+        if (b.online && b.partition.isLeader()) {
+            remote = remoteLeos(b, other -> {
+                Option<Replica> replica = b.partition.getReplica(other.id);
+                return replica.isDefined() ? replica.get().logEndOffset() : -1L;
+            });
+        }
+        String fetchState = b.online && b.truncating && b.fetchOffset != null ? "truncating" : "fetching";
+        return new ReplicaView(b.online, role, s.leader(), s.leaderEpoch(), s.leo(), s.hw(), readCheckpoint(b), s.log(),
+            s.epochCache(), fetchState, s.logStart(), remote);
+    }
+
+    @Override
+    protected void observeMore(Map<String, Object> out) {
+        out.put("epoch_query", epochQuery);
+    }
+
+    /** Kafka's gauges hold the closed LogManagers and Partitions; one JVM runs many resets. */
+    @Override
+    protected void releaseGlobals() {
+        com.yammer.metrics.core.MetricsRegistry registry = kafka.metrics.KafkaYammerMetrics.defaultRegistry();
+        for (com.yammer.metrics.core.MetricName metric : List.copyOf(registry.allMetrics().keySet())) {
+            registry.removeMetric(metric);
+        }
     }
 }

@@ -1,0 +1,42 @@
+package kconform.adapter;
+
+import java.io.File;
+import java.util.ArrayDeque;
+import java.util.Deque;
+
+/**
+ * The version-neutral part of one simulated broker: its name and log directory, whether it
+ * runs, its fetcher's offset for the partition, and the controller's decisions on their way to
+ * it. Each line's Broker adds its Kafka objects (LogManager, Partition) and its in-flight
+ * requests, whose types are that Kafka's.
+ */
+public abstract class BrokerCore {
+    public final String name;
+    public final int id;
+    public final File dir;
+    public boolean online = true;
+    public long startedMs;
+
+    /** The fetcher: null = no fetcher for the partition; else where it fetches from next. */
+    public Long fetchOffset;
+    /** The fetcher must truncate before it fetches (the lines that have that state). */
+    public boolean truncating;
+
+    /** LeaderAndIsr requests (or metadata) sent and not yet applied, oldest first. */
+    public final Deque<Registration> inbox = new ArrayDeque<>();
+
+    /** What this broker shows while it is down. */
+    public Snapshot lastSeen;
+
+    protected BrokerCore(String name, int id, File dir) {
+        this.name = name;
+        this.id = id;
+        this.dir = dir;
+    }
+
+    /** The broker runs a Partition for the topic (false while down or before it is created). */
+    public abstract boolean hasPartition();
+
+    /** A fetch answer is on its way back to this follower. */
+    public abstract boolean hasFetchAnswer();
+}
