@@ -139,17 +139,7 @@ final class Cluster extends ClusterCore<Broker, ManualTime> {
      */
     @SuppressWarnings("unchecked")
     private void fromGiven(Map<String, Object> initial) throws IOException {
-        String leaderName = (String) initial.get("leader");
-        ctrlLeader = leaderName == null ? null : broker(leaderName).id;
-        ctrlEpoch = ((Number) initial.get("leader_epoch")).intValue();
-        ctrlPartitionEpoch = ((Number) initial.get("partition_epoch")).intValue();
-        List<String> isrNames = (List<String>) initial.get("isr");
-        ctrlIsr = new ArrayList<>();
-        for (Broker b : brokers) {
-            if (isrNames.contains(b.name)) {
-                ctrlIsr.add(b.id);
-            }
-        }
+        givenPartition(initial);
         Map<String, Map<String, Object>> given = (Map<String, Map<String, Object>>) initial.get("replicas");
         for (Broker b : brokers) {
             Map<String, Object> rs = given.get(b.name);

@@ -103,6 +103,22 @@ public abstract class ClusterCore<B extends BrokerCore, T extends ManualClock> i
         }
     }
 
+    /** The controller's record from a given state (protocol 3: "reset" with "initial"). */
+    @SuppressWarnings("unchecked")
+    protected final void givenPartition(Map<String, Object> initial) {
+        String leaderName = (String) initial.get("leader");
+        ctrlLeader = leaderName == null ? null : broker(leaderName).id;
+        ctrlEpoch = ((Number) initial.get("leader_epoch")).intValue();
+        ctrlPartitionEpoch = ((Number) initial.get("partition_epoch")).intValue();
+        List<String> isrNames = (List<String>) initial.get("isr");
+        ctrlIsr = new ArrayList<>();
+        for (B b : brokers) {
+            if (isrNames.contains(b.name)) {
+                ctrlIsr.add(b.id);
+            }
+        }
+    }
+
     // ------------------------------------------------------------------ the line's hooks
 
     /** The broker goes down: Kafka's objects dropped, its log directory kept. */
@@ -216,14 +232,15 @@ public abstract class ClusterCore<B extends BrokerCore, T extends ManualClock> i
     /** Sends the current decision to each live broker but {@code except}: at once, or after what
      * is queued for it (records apply in log order). */
     protected final void sendInOrder(B except) {
+        Registration r = registration();
         for (B b : brokers) {
             if (b == except || !b.online) {
                 continue;
             }
             if (b.inbox.isEmpty()) {
-                apply(b, registration());
+                apply(b, r);
             } else {
-                b.inbox.add(registration());
+                b.inbox.add(r);
             }
         }
     }

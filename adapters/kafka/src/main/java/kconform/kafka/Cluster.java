@@ -15,6 +15,12 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
+import kconform.adapter.ClusterCore;
+import kconform.adapter.KafkaError;
+import kconform.adapter.Registration;
+import kconform.adapter.Rejected;
+import kconform.adapter.ReplicaView;
+import kconform.adapter.Snapshot;
 import kafka.cluster.DelayedOperations;
 import kafka.cluster.Partition;
 import org.apache.kafka.common.DirectoryId;
@@ -85,21 +91,11 @@ import scala.Tuple2;
  * tasks on a tick, and the follower-side steps of AbstractFetcherThread, written after
  * processFetchRequest / truncateOnFetchResponse / fetchOffsetAndTruncate.
  */
-final class Cluster implements AutoCloseable {
+final class Cluster extends ClusterCore<Broker, ManualTime> {
     static final String TOPIC = "kconform";
     static final TopicPartition TP = new TopicPartition(TOPIC, 0);
     static final Uuid TOPIC_ID = new Uuid(0x6b636f6e666f726dL, 0x6b61666b61303031L);
     private static final int MAX_BYTES = 1 << 20;
-
-    /** A refused step: the precondition of a spec rule does not hold. */
-    static final class Rejected extends Exception {
-        final String rule;
-
-        Rejected(String rule, String reason) {
-            super(reason);
-            this.rule = rule;
-        }
-    }
 
     /** A follower's fetch as the leader received it (FetchParams + PartitionData). */
     record FetchRequestState(Broker follower, Broker leader, long followerEpoch, int requestEpoch,
@@ -111,64 +107,18 @@ final class Cluster implements AutoCloseable {
     record FetchAnswer(FetchRequestState request, Errors error, LogReadInfo read, MemoryRecords records) {
     }
 
-    private record PendingProduce(String id, Broker leader, long requiredOffset, long deadlineMs) {
-    }
-
-    private final ManualTime time = new ManualTime();
-    private final File root;
-    private final List<Broker> brokers = new ArrayList<>();
-    private final Map<String, Broker> byName = new LinkedHashMap<>();
-    private final int minIsr;
-    private final boolean unclean;
-    private final long lagMs;
-    private final long checkpointIntervalMs;
-    private final long requestTimeoutMs;
-    private final long fetchWaitMs;
-
-    // The controller (KRaft's partition record, as the adapter's controller decides it).
-    private Integer ctrlLeader;
-    private int ctrlEpoch;
-    private int ctrlPartitionEpoch;
-    private List<Integer> ctrlIsr;
-    private final Set<Integer> down = new TreeSet<>();
-
-    private final Map<String, String> producer = new LinkedHashMap<>();
-    private final List<PendingProduce> pending = new ArrayList<>();
-    private Map<String, Object> epochQuery;
-
     Cluster(Map<String, Object> config) throws IOException {
         this(config, null);
     }
 
     /** A fresh partition, or (protocol 3) the given state of spec/adapter-protocol.md "reset". */
     Cluster(Map<String, Object> config, Map<String, Object> initial) throws IOException {
-        @SuppressWarnings("unchecked")
-        List<String> names = (List<String>) config.get("replicas");
-        minIsr = ((Number) config.get("min_insync_replicas")).intValue();
-        unclean = Boolean.TRUE.equals(config.get("unclean_leader_election"));
-        lagMs = ((Number) config.get("replica_lag_time_max_ms")).longValue();
-        checkpointIntervalMs = ((Number) config.get("replica_high_watermark_checkpoint_interval_ms")).longValue();
-        requestTimeoutMs = ((Number) config.get("request_timeout_ms")).longValue();
-        fetchWaitMs = ((Number) config.get("replica_fetch_wait_max_ms")).longValue();
-        root = Files.createTempDirectory(DIR_PREFIX + ProcessHandle.current().pid() + "-").toFile();
-        for (int i = 0; i < names.size(); i++) {
-            Broker b = new Broker(names.get(i), i, new File(root, names.get(i)));
-            brokers.add(b);
-            byName.put(b.name, b);
-        }
+        super(config, new ManualTime(), DIR_PREFIX + ProcessHandle.current().pid() + "-", Broker::new);
         if (initial != null) {
             fromGiven(initial);
             return;
         }
-        String first = (String) config.get("initial_leader");
-        Broker leader = first == null ? brokers.get(0) : broker(first);
-        ctrlLeader = leader.id;
-        ctrlEpoch = 0;
-        ctrlPartitionEpoch = 0;
-        ctrlIsr = new ArrayList<>();
-        for (Broker b : brokers) {
-            ctrlIsr.add(b.id);
-        }
+        newPartition((String) config.get("initial_leader"));
         for (Broker b : brokers) {
             start(b, true);
         }
@@ -187,17 +137,7 @@ final class Cluster implements AutoCloseable {
      */
     @SuppressWarnings("unchecked")
     private void fromGiven(Map<String, Object> initial) throws IOException {
-        String leaderName = (String) initial.get("leader");
-        ctrlLeader = leaderName == null ? null : broker(leaderName).id;
-        ctrlEpoch = ((Number) initial.get("leader_epoch")).intValue();
-        ctrlPartitionEpoch = ((Number) initial.get("partition_epoch")).intValue();
-        List<String> isrNames = (List<String>) initial.get("isr");
-        ctrlIsr = new ArrayList<>();
-        for (Broker b : brokers) {
-            if (isrNames.contains(b.name)) {
-                ctrlIsr.add(b.id);
-            }
-        }
+        givenPartition(initial);
         Map<String, Map<String, Object>> given = (Map<String, Map<String, Object>>) initial.get("replicas");
         for (Broker b : brokers) {
             Map<String, Object> rs = given.get(b.name);
@@ -234,7 +174,7 @@ final class Cluster implements AutoCloseable {
             int knownEpoch = ((Number) rs.get("leader_epoch")).intValue();
             b.leaderEpoch = -1;
             b.partitionEpoch = -1;
-            apply(b, new Broker.Registration(knownLeader == null ? null : broker(knownLeader).id, knownEpoch,
+            apply(b, new Registration(knownLeader == null ? null : broker(knownLeader).id, knownEpoch,
                 ctrlPartitionEpoch, List.copyOf(ctrlIsr)), false);
             if ("follower".equals(b.role)) {
                 b.fetchOffset = log.logEndOffset();
@@ -308,7 +248,8 @@ final class Cluster implements AutoCloseable {
         b.partition.createLogIfNotExists(isNew, false, offsetCheckpoints(b), Option.apply(TOPIC_ID), Option.empty());
     }
 
-    private void stop(Broker b) {
+    @Override
+    protected void stop(Broker b) {
         b.lastSeen = snapshot(b);
         UnifiedLog log = b.partition.log().isDefined() ? b.partition.log().get() : null;
         if (log != null) {
@@ -332,51 +273,7 @@ final class Cluster implements AutoCloseable {
         b.inFlight = null;
     }
 
-    @Override
-    public void close() {
-        for (Broker b : brokers) {
-            if (b.online) {
-                stop(b);
-            }
-        }
-        deleteRecursively(root);
-    }
-
     static final String DIR_PREFIX = "kconform-kafka-";
-
-    /**
-     * Removes the log directories that adapters killed before their close left behind (kconform
-     * kills an adapter that failed a step; with the logs in memory, /dev/shm, they would add up):
-     * those whose process id is no longer running.
-     */
-    static void sweepLeftovers() {
-        File[] dirs = new File(System.getProperty("java.io.tmpdir")).listFiles(
-            (dir, n) -> n.startsWith(DIR_PREFIX));
-        if (dirs == null) {
-            return;
-        }
-        for (File d : dirs) {
-            String[] parts = d.getName().substring(DIR_PREFIX.length()).split("-", 2);
-            try {
-                long pid = Long.parseLong(parts[0]);
-                if (pid != ProcessHandle.current().pid() && ProcessHandle.of(pid).isEmpty()) {
-                    deleteRecursively(d);
-                }
-            } catch (NumberFormatException e) {
-                // not one of ours (an older adapter's name): leave it
-            }
-        }
-    }
-
-    private static void deleteRecursively(File f) {
-        File[] children = f.listFiles();
-        if (children != null) {
-            for (File c : children) {
-                deleteRecursively(c);
-            }
-        }
-        f.delete();
-    }
 
     // ------------------------------------------------------------------ Kafka's collaborators
 
@@ -461,11 +358,7 @@ final class Cluster implements AutoCloseable {
 
     // ------------------------------------------------------------------ controller
 
-    private Broker.Registration registration() {
-        return new Broker.Registration(ctrlLeader, ctrlEpoch, ctrlPartitionEpoch, List.copyOf(ctrlIsr));
-    }
-
-    private PartitionRegistration toKafka(Broker.Registration r) {
+    private PartitionRegistration toKafka(Registration r) {
         int[] replicas = brokers.stream().mapToInt(x -> x.id).toArray();
         return new PartitionRegistration.Builder()
             .setReplicas(replicas)
@@ -487,7 +380,7 @@ final class Cluster implements AutoCloseable {
      * applyLocalFollowersDelta do: makeLeader or makeFollower, then (follower) a new fetcher
      * at initialFetchOffset when the leader epoch is new.
      */
-    private void apply(Broker b, Broker.Registration r, boolean isNew) {
+    private void apply(Broker b, Registration r, boolean isNew) {
         if (!b.online) {
             return;
         }
@@ -526,156 +419,21 @@ final class Cluster implements AutoCloseable {
         b.leader = r.leader() == null ? null : brokers.get(r.leader()).name;
         b.leaderEpoch = r.leaderEpoch();
         b.partitionEpoch = r.partitionEpoch();
-        for (PendingProduce p : List.copyOf(pending)) {
-            if (p.leader() == b) {
-                completeIfDone(p);
-            }
-        }
+        completePendingAt(b);
     }
 
-    /** CTRL-ELECT-5 / LAI-5: every live broker is told; those in notify now (after what is
-     * queued for them), the others when deliver_leader_and_isr says. */
-    private void publish(boolean leaderEpochChanged, List<String> notify) {
-        Broker.Registration r = registration();
-        for (Broker b : brokers) {
-            if (!b.online) {
-                continue;
-            }
-            if (!leaderEpochChanged) {
-                // KRaft: an ISR-only change reaches brokers as metadata, at once unless an
-                // earlier record is still on its way (records apply in log order).
-                if (b.inbox.isEmpty()) {
-                    apply(b, r, false);
-                } else {
-                    b.inbox.add(r);
-                }
-                continue;
-            }
-            if (notify == null || notify.contains(b.name)) {
-                while (!b.inbox.isEmpty()) {
-                    apply(b, b.inbox.poll(), false);
-                }
-                apply(b, r, false);
-            } else {
-                b.inbox.add(r);
-            }
-        }
+    @Override
+    protected void apply(Broker b, Registration r) {
+        apply(b, r, false);
     }
 
-    private List<Integer> liveIsr() {
-        List<Integer> out = new ArrayList<>();
-        for (int id : ctrlIsr) {
-            if (brokers.get(id).online) {
-                out.add(id);
-            }
-        }
-        return out;
-    }
-
-    private boolean offlineElection() {
-        List<Integer> live = liveIsr();
-        if (!live.isEmpty()) {
-            ctrlLeader = live.get(0);
-            ctrlIsr = live;
-        } else if (unclean && brokers.stream().anyMatch(x -> x.online)) {
-            Broker first = brokers.stream().filter(x -> x.online).findFirst().orElseThrow();
-            ctrlLeader = first.id;
-            ctrlIsr = List.of(first.id);
-        } else {
-            return false;
-        }
-        ctrlEpoch += 1;
-        ctrlPartitionEpoch += 1;
-        return true;
-    }
-
-    private void removeFromIsr(int id) {
-        if (!ctrlIsr.contains(id)) {
-            return;
-        }
-        List<Integer> isr = new ArrayList<>(ctrlIsr);
-        isr.remove(Integer.valueOf(id));
-        if (isr.isEmpty()) {
-            isr = ctrlIsr; // the last member stays (KRaft without ELR)
-        }
-        Integer leader = ctrlLeader != null && ctrlLeader == id ? null : ctrlLeader;
-        if (isr.equals(ctrlIsr) && java.util.Objects.equals(leader, ctrlLeader)) {
-            return;
-        }
-        if (!java.util.Objects.equals(leader, ctrlLeader)) {
-            ctrlEpoch += 1;
-        }
-        ctrlLeader = leader;
-        ctrlIsr = isr;
-        ctrlPartitionEpoch += 1;
-    }
-
-    private List<Integer> unhandledFailures() {
-        List<Integer> out = new ArrayList<>();
-        for (Broker b : brokers) {
-            if (!b.online && !down.contains(b.id)) {
-                out.add(b.id);
-            }
-        }
-        return out;
-    }
-
-    private void handleFailures(List<String> notify) {
-        List<Integer> dead = unhandledFailures();
-        int epochBefore = ctrlEpoch;
-        Integer leaderBefore = ctrlLeader;
-        down.addAll(dead);
-        boolean elected = false;
-        if (leaderBefore == null || dead.contains(leaderBefore)) {
-            elected = offlineElection();
-        }
-        if (!elected) {
-            for (int id : dead) {
-                removeFromIsr(id);
-            }
-        }
-        publish(ctrlEpoch != epochBefore, notify);
-    }
-
-    void elect(String leader, List<String> notify) throws Rejected {
-        if (leader == null) {
-            boolean leaderAlive = ctrlLeader != null && brokers.get(ctrlLeader).online;
-            List<Integer> dead = unhandledFailures();
-            if (ctrlLeader != null && dead.isEmpty() && leaderAlive) {
-                throw new Rejected("CTRL-ELECT-PRE-1", "elect: the leader " + brokers.get(ctrlLeader).name
-                    + " is alive and no broker failure is pending; name a leader for a controlled election");
-            }
-            if (!dead.isEmpty()) {
-                handleFailures(notify);
-                return;
-            }
-            int before = ctrlEpoch;
-            offlineElection();
-            publish(ctrlEpoch != before, notify);
-            return;
-        }
-        Broker x = byName.get(leader);
-        if (x == null) {
-            throw new Rejected("CTRL-ELECT-4", "elect: unknown replica " + leader);
-        }
-        if (!x.online) {
-            throw new Rejected("CTRL-ELECT-4", "elect: replica " + leader + " is offline");
-        }
-        if (!ctrlIsr.contains(x.id)) {
-            throw new Rejected("CTRL-ELECT-4", "elect: replica " + leader + " is not in the ISR");
-        }
-        ctrlLeader = x.id;
-        ctrlEpoch += 1;
-        ctrlPartitionEpoch += 1;
-        publish(true, notify);
-    }
-
-    void deliverLeaderAndIsr(String name) throws Rejected {
+    @Override
+    public void deliverLeaderAndIsr(String name) throws Rejected {
         Broker b = broker(name);
         if (b.inbox.isEmpty()) {
             throw new Rejected("LAI-PRE-1", "deliver_leader_and_isr: none is in flight to " + name);
         }
-        Broker.Registration r = b.inbox.poll();
+        Registration r = b.inbox.poll();
         apply(b, r, false);
         // The ISR-only records written after it at the same leader epoch reach the broker
         // with it: they are metadata, not a LeaderAndIsr of their own (CTRL-ELECT-5).
@@ -719,104 +477,10 @@ final class Cluster implements AutoCloseable {
         b.partitionEpoch = ctrlPartitionEpoch; // the answer carries the new record to the leader
         p.answer().complete(new LeaderAndIsr(req.leader(), req.leaderEpoch(), proposed,
             LeaderRecoveryState.RECOVERED, ctrlPartitionEpoch));
-        for (Broker other : brokers) {
-            if (other != b && other.online) {
-                if (other.inbox.isEmpty()) {
-                    apply(other, registration(), false);
-                } else {
-                    other.inbox.add(registration());
-                }
-            }
-        }
+        sendInOrder(b);
     }
 
     // ------------------------------------------------------------------ steps
-
-    Broker broker(String name) {
-        Broker b = byName.get(name);
-        if (b == null) {
-            throw new IllegalArgumentException("unknown replica " + name + " (replicas: " + byName.keySet() + ")");
-        }
-        return b;
-    }
-
-    void produce(String id, List<String> values, String acks, String to) throws Rejected {
-        if (producer.containsKey(id)) {
-            throw new Rejected("PRODUCE-PRE-1", "produce id " + id + " was used before");
-        }
-        if (to != null && !byName.containsKey(to)) {
-            throw new Rejected("PRODUCE-PRE-1", "produce.to: unknown replica " + to);
-        }
-        boolean ackAll = "all".equals(acks) || "-1".equals(acks);
-        boolean ack0 = "0".equals(acks);
-        String status;
-        Broker target = to != null ? byName.get(to) : ctrlLeader == null ? null : brokers.get(ctrlLeader);
-        if (target == null) {
-            status = "LEADER_NOT_AVAILABLE";
-        } else if (!target.online) {
-            status = "NETWORK_EXCEPTION";
-        } else {
-            SimpleRecord[] records = values.stream()
-                .map(v -> new SimpleRecord(v.getBytes(StandardCharsets.UTF_8)))
-                .toArray(SimpleRecord[]::new);
-            try {
-                LogAppendInfo info = target.partition.appendRecordsToLeader(
-                    MemoryRecords.withRecords(Compression.NONE, records), AppendOrigin.CLIENT,
-                    ackAll ? -1 : ack0 ? 0 : 1, RequestLocal.noCaching(), VerificationGuard.SENTINEL, (short) 13);
-                if (ackAll) {
-                    status = "pending";
-                    PendingProduce p = new PendingProduce(id, target, info.lastOffset() + 1,
-                        time.milliseconds() + requestTimeoutMs);
-                    pending.add(p);
-                    producer.put(id, status);
-                    completeIfDone(p);
-                    status = producer.get(id);
-                } else {
-                    status = "acked";
-                }
-            } catch (ApiException e) {
-                status = Errors.forException(e).name();
-            }
-        }
-        producer.put(id, ack0 ? "sent" : status);
-    }
-
-    /** DelayedProduce.tryComplete: done when Partition.checkEnoughReplicasReachOffset says so. */
-    private void completeIfDone(PendingProduce p) {
-        if (!pending.contains(p)) {
-            return;
-        }
-        Broker b = p.leader();
-        Errors error;
-        boolean done;
-        if (!b.online || b.partition == null) {
-            error = Errors.NETWORK_EXCEPTION;
-            done = true;
-        } else {
-            Tuple2<Object, Errors> answer = b.partition.checkEnoughReplicasReachOffset(p.requiredOffset());
-            done = (Boolean) answer._1() || answer._2() != Errors.NONE;
-            error = answer._2();
-        }
-        if (done) {
-            pending.remove(p);
-            producer.put(p.id(), error == Errors.NONE ? "acked" : error.name());
-        }
-    }
-
-    private void completeAllPending() {
-        for (PendingProduce p : List.copyOf(pending)) {
-            completeIfDone(p);
-        }
-    }
-
-    /** fetch_round: a fetch, and its delivery when the leader answered at once (FETCH-ROUND-1). */
-    void fetchRound(String name, Long maxWaitMs, Integer maxRecords) throws Rejected, IOException {
-        fetch(name, maxWaitMs, maxRecords);
-        Broker f = broker(name);
-        if (f.inFlight != null) {
-            deliverFetch(name);
-        }
-    }
 
     /**
      * The follower's fetcher thread sends one fetch (AbstractFetcherThread.doWork: maybeTruncate
@@ -824,7 +488,8 @@ final class Cluster implements AutoCloseable {
      * leader handles it: Partition.fetchRecords (which updates the follower's state, the ISR and
      * the HW), answered at once or parked as ReplicaManager.fetchMessages decides.
      */
-    void fetch(String name, Long maxWaitMs, Integer maxRecords) throws Rejected, IOException {
+    @Override
+    public void fetch(String name, Long maxWaitMs, Integer maxRecords) throws Rejected, IOException {
         Broker f = broker(name);
         if (!f.online) {
             throw new Rejected("FETCH-PRE-1", name + " is offline");
@@ -929,7 +594,8 @@ final class Cluster implements AutoCloseable {
      * something to read (the leader's LEO moved from the fetch offset), when the leader no
      * longer leads at the request's epoch, or (force) at the deadline. The completion reads
      * again without updating the follower's state (DelayedFetch.onComplete). */
-    private void completeParked(boolean deadlinesOnly) {
+    @Override
+    protected void completeParked(boolean deadlinesOnly) {
         for (Broker f : brokers) {
             FetchRequestState p = f.parked;
             if (p == null) {
@@ -987,7 +653,8 @@ final class Cluster implements AutoCloseable {
      * watermark update, KAFKA-14704), records through ReplicaFetcherThread.processPartitionData
      * (appendRecordsToFollowerOrFutureReplica, then the HW and log start from the response).
      */
-    void deliverFetch(String name) throws Rejected, IOException {
+    @Override
+    public void deliverFetch(String name) throws Rejected, IOException {
         Broker f = broker(name);
         FetchAnswer answer = f.inFlight;
         if (answer == null) {
@@ -1105,39 +772,6 @@ final class Cluster implements AutoCloseable {
         }
     }
 
-    void isrExpiration(String name) throws Rejected {
-        Broker b = broker(name);
-        if (!b.online) {
-            throw new Rejected("ISR-SHRINK-PRE-1", name + " is offline");
-        }
-        b.partition.maybeShrinkIsr();
-        completeAllPending();
-    }
-
-    void crash(String name) throws Rejected {
-        Broker b = broker(name);
-        if (!b.online) {
-            throw new Rejected("CRASH-PRE-1", name + " is already offline");
-        }
-        stop(b);
-        completeAllPending(); // PRODUCE-6: NETWORK_EXCEPTION for those waiting at b
-    }
-
-    void restart(String name) throws Rejected, IOException {
-        Broker b = broker(name);
-        if (b.online) {
-            throw new Rejected("RESTART-PRE-1", name + " is online");
-        }
-        if (!down.contains(b.id) && ctrlLeader != null && ctrlLeader == b.id) {
-            handleFailures(null); // RESTART-2: KRaft fences the old session first
-        }
-        down.remove(b.id);
-        b.leaderEpoch = -1;
-        b.partitionEpoch = -1;
-        start(b, false);
-        apply(b, registration(), false);
-    }
-
     void epochQuery(String name, int epoch, Integer currentLeaderEpoch) throws Rejected {
         Broker b = broker(name);
         if (!b.online) {
@@ -1150,105 +784,25 @@ final class Cluster implements AutoCloseable {
             : org.apache.kafka.common.requests.RequestUtils.getLeaderEpoch(currentLeaderEpoch);
         OffsetForLeaderEpochResponseData.EpochEndOffset answer = b.partition.lastOffsetForLeaderEpoch(
             current, epoch, true);
-        Map<String, Object> q = new LinkedHashMap<>();
-        q.put("replica", name);
-        q.put("requested_epoch", epoch);
         Errors error = Errors.forCode(answer.errorCode());
-        q.put("error", error == Errors.NONE ? null : error.name());
-        q.put("leader_epoch", error == Errors.NONE ? answer.leaderEpoch() : -1);
-        q.put("end_offset", error == Errors.NONE ? answer.endOffset() : -1L);
-        epochQuery = q;
+        answerEpochQuery(name, epoch, error == Errors.NONE ? null : error.name(), answer.leaderEpoch(),
+            answer.endOffset());
     }
 
     // ------------------------------------------------------------------ time
 
-    private record Timer(long atMs, int order, Runnable action) {
-    }
-
-    /** TICK-1: produce deadlines, then isr-expiration runs (every replica.lag.time.max.ms / 2
-     * from the broker's start, ReplicaManager.startup), then HW checkpoints (every
-     * replica.high.watermark.checkpoint.interval.ms), in time order. */
-    void tick(long ms) {
-        long from = time.milliseconds();
-        long to = from + ms;
-        List<Timer> timers = new ArrayList<>();
-        for (PendingProduce p : pending) {
-            if (p.deadlineMs() > from && p.deadlineMs() <= to) {
-                timers.add(new Timer(p.deadlineMs(), 1, () -> {
-                    if (pending.remove(p)) {
-                        producer.put(p.id(), Errors.REQUEST_TIMED_OUT.name());
-                    }
-                }));
-            }
-        }
-        for (Broker f : brokers) {
-            FetchRequestState p = f.parked;
-            if (p != null && p.deadlineMs() > from && p.deadlineMs() <= to) {
-                timers.add(new Timer(p.deadlineMs(), 0, () -> completeParked(true)));
-            }
-        }
-        for (Broker b : brokers) {
-            if (!b.online) {
-                continue;
-            }
-            addPeriodic(timers, b.startedMs, lagMs / 2, from, to, 2, () -> {
-                if (b.online) {
-                    b.partition.maybeShrinkIsr();
-                }
-            });
-            if (checkpointIntervalMs > 0) {
-                addPeriodic(timers, b.startedMs, checkpointIntervalMs, from, to, 3, () -> checkpoint(b));
-            }
-        }
-        timers.sort(Comparator.comparingLong(Timer::atMs).thenComparingInt(Timer::order));
-        for (Timer t : timers) {
-            time.set(t.atMs());
-            t.action().run();
-            completeAllPending();
-        }
-        time.set(to);
-    }
-
-    private static void addPeriodic(List<Timer> out, long startMs, long periodMs, long from, long to, int order,
-                                    Runnable action) {
-        if (periodMs <= 0) {
-            return;
-        }
-        long k = Math.max(1, (from - startMs) / periodMs + 1);
-        for (long at = startMs + k * periodMs; at <= to; at += periodMs) {
-            if (at > from) {
-                out.add(new Timer(at, order, action));
-            }
-        }
-    }
-
     /** ReplicaManager.checkpointHighWatermarks for this broker's one partition. */
-    private void checkpoint(Broker b) {
+    @Override
+    protected void checkpoint(Broker b) {
         if (!b.online || b.partition == null || b.partition.log().isEmpty()) {
             return;
         }
         b.hwCheckpoint.write(Map.of(TP, b.partition.log().get().highWatermark()));
     }
 
-    /** CKPT-1: with an interval of 0 every change of the HW is written at once. */
-    void afterStep() {
-        completeParked(false);
-        completeAllPending();
-        if (checkpointIntervalMs == 0) {
-            for (Broker b : brokers) {
-                if (b.online) {
-                    long now = b.hwCheckpoint.read().getOrDefault(TP, -1L);
-                    if (b.partition.log().isDefined() && b.partition.log().get().highWatermark() != now) {
-                        checkpoint(b);
-                    }
-                }
-            }
-        }
-    }
-
     // ------------------------------------------------------------------ observation
 
-    private Broker.Snapshot snapshot(Broker b) {
+    private Snapshot snapshot(Broker b) {
         UnifiedLog log = b.partition.localLogOrException();
         List<String> records = new ArrayList<>();
         try {
@@ -1258,10 +812,7 @@ final class Cluster implements AutoCloseable {
                 long before = offset;
                 for (RecordBatch batch : info.records.batches()) {
                     for (Record record : batch) {
-                        ByteBuffer v = record.value();
-                        byte[] bytes = new byte[v.remaining()];
-                        v.get(bytes);
-                        records.add(new String(bytes, StandardCharsets.UTF_8) + "@" + batch.partitionLeaderEpoch());
+                        records.add(recordText(record.value(), batch.partitionLeaderEpoch()));
                         offset = record.offset() + 1;
                     }
                 }
@@ -1276,64 +827,7 @@ final class Cluster implements AutoCloseable {
         for (EpochEntry e : log.leaderEpochCache().epochEntries()) {
             cache.add(List.of((long) e.epoch(), e.startOffset()));
         }
-        return new Broker.Snapshot(records, log.logStartOffset(), log.logEndOffset(), log.highWatermark(), cache);
-    }
-
-    Map<String, Object> observe() {
-        Map<String, Object> out = new LinkedHashMap<>();
-        out.put("clock_ms", time.milliseconds() - ManualTime.ORIGIN_MS);
-        out.put("leader", ctrlLeader == null ? null : brokers.get(ctrlLeader).name);
-        out.put("leader_epoch", ctrlEpoch);
-        List<String> isr = new ArrayList<>();
-        for (Broker b : brokers) {
-            if (ctrlIsr.contains(b.id)) {
-                isr.add(b.name);
-            }
-        }
-        out.put("isr", isr);
-        out.put("partition_epoch", ctrlPartitionEpoch);
-        Map<String, Object> replicas = new LinkedHashMap<>();
-        for (Broker b : brokers) {
-            replicas.put(b.name, observe(b));
-        }
-        out.put("replicas", replicas);
-        out.put("producer", new LinkedHashMap<>(producer));
-        out.put("epoch_query", epochQuery);
-        return out;
-    }
-
-    private Map<String, Object> observe(Broker b) {
-        Map<String, Object> r = new LinkedHashMap<>();
-        Broker.Snapshot s = b.online ? snapshot(b) : b.lastSeen;
-        long checkpointHw = readCheckpoint(b);
-        r.put("online", b.online);
-        r.put("role", b.role);
-        r.put("leader", b.leader);
-        r.put("leader_epoch", b.leaderEpoch);
-        r.put("leo", s.leo());
-        r.put("hw", s.hw()); // offline: the HW it had (memory), as the reference shows it
-        r.put("checkpoint_hw", checkpointHw);
-        r.put("log", s.log());
-        r.put("epoch_cache", s.epochCache());
-        // The spec's "truncating" means "must ask OffsetsForLeaderEpoch first". Kafka's fetcher
-        // is also Truncating when the log has no epoch at all, but then it only truncates to its
-        // HW locally (truncateToHighWatermark) and fetches: that is "fetching" in the spec's sense.
-        boolean asksEpoch = b.truncating && b.fetchOffset != null && s.epochCache().size() > 0;
-        r.put("fetch_state", asksEpoch ? "truncating" : "fetching");
-        r.put("log_start", s.logStart());
-        if (b.online && "leader".equals(b.role)) {
-            Map<String, Object> remote = new LinkedHashMap<>();
-            for (Broker other : brokers) {
-                if (other == b) {
-                    continue;
-                }
-                Option<org.apache.kafka.server.replica.Replica> replica = b.partition.getReplica(other.id);
-                long leo = replica.isDefined() ? replica.get().stateSnapshot().logEndOffset() : -1L;
-                remote.put(other.name, leo < 0 ? null : leo);
-            }
-            r.put("remote_leo", remote);
-        }
-        return r;
+        return new Snapshot(records, log.logStartOffset(), log.logEndOffset(), log.highWatermark(), cache, null, -1);
     }
 
     private long readCheckpoint(Broker b) {
@@ -1348,4 +842,105 @@ final class Cluster implements AutoCloseable {
         }
     }
 
+    // ------------------------------------------------------------------ ClusterCore's hooks
+
+    /** KRaft: an ISR removal writes a new leader epoch only when the leader changes. */
+    @Override
+    protected boolean isrRemovalIsNewLeaderEpoch() {
+        return false;
+    }
+
+    /** KRaft: an ISR-only change reaches brokers as metadata, at once unless an earlier record
+     * is still on its way (records apply in log order). */
+    @Override
+    protected void publishIsrChange() {
+        sendInOrder(null);
+    }
+
+    /** This line never checked elect.notify's names (an unknown one is never notified). */
+    @Override
+    protected boolean refusesUnknownNotify() {
+        return false;
+    }
+
+    /** CRASH-2: not in hello's step_fields, so kconform's runner skips such fixtures; a fuzzer
+     * that draws one anyway gets a refusal, and the session stays usable. */
+    @Override
+    public void refuseUnflushedCrash() throws Rejected {
+        throw new Rejected("CRASH-2", "crash.unflushed_from (a power failure) is not"
+            + " supported: it would need control of the page cache");
+    }
+
+    @Override
+    protected void rejoin(Broker b) throws IOException {
+        b.leaderEpoch = -1;
+        b.partitionEpoch = -1;
+        start(b, false);
+        apply(b, registration(), false);
+    }
+
+    @Override
+    protected long appendAsLeader(Broker leader, List<String> values, int requiredAcks) throws KafkaError {
+        SimpleRecord[] records = values.stream()
+            .map(v -> new SimpleRecord(v.getBytes(StandardCharsets.UTF_8)))
+            .toArray(SimpleRecord[]::new);
+        try {
+            LogAppendInfo info = leader.partition.appendRecordsToLeader(
+                MemoryRecords.withRecords(Compression.NONE, records), AppendOrigin.CLIENT,
+                requiredAcks, RequestLocal.noCaching(), VerificationGuard.SENTINEL, (short) 13);
+            return info.lastOffset() + 1;
+        } catch (ApiException e) {
+            throw new KafkaError(Errors.forException(e).name());
+        }
+    }
+
+    @Override
+    protected String ackOutcome(Broker leader, long requiredOffset) {
+        Tuple2<Object, Errors> answer = leader.partition.checkEnoughReplicasReachOffset(requiredOffset);
+        if (!(Boolean) answer._1() && answer._2() == Errors.NONE) {
+            return null;
+        }
+        return answer._2() == Errors.NONE ? "acked" : answer._2().name();
+    }
+
+    @Override
+    protected Long parkedDeadline(Broker f) {
+        return f.parked == null ? null : f.parked.deadlineMs();
+    }
+
+    @Override
+    protected void shrinkIsr(Broker b) {
+        b.partition.maybeShrinkIsr();
+    }
+
+    /** A missing checkpoint counts as behind (-1), so an HW of 0 is written too. */
+    @Override
+    protected boolean checkpointBehind(Broker b) {
+        long now = b.hwCheckpoint.read().getOrDefault(TP, -1L);
+        return b.partition.log().isDefined() && b.partition.log().get().highWatermark() != now;
+    }
+
+    @Override
+    protected ReplicaView view(Broker b) {
+        Snapshot s = b.online ? snapshot(b) : b.lastSeen;
+        long checkpointHw = readCheckpoint(b);
+        // The spec's "truncating" means "must ask OffsetsForLeaderEpoch first". Kafka's fetcher
+        // is also Truncating when the log has no epoch at all, but then it only truncates to its
+        // HW locally (truncateToHighWatermark) and fetches: that is "fetching" in the spec's sense.
+        boolean asksEpoch = b.truncating && b.fetchOffset != null && s.epochCache().size() > 0;
+        Map<String, Object> remote = null;
+        if (b.online && "leader".equals(b.role)) {
+            remote = remoteLeos(b, other -> {
+                Option<org.apache.kafka.server.replica.Replica> replica = b.partition.getReplica(other.id);
+                return replica.isDefined() ? replica.get().stateSnapshot().logEndOffset() : -1L;
+            });
+        }
+        return new ReplicaView(b.online, b.role, b.leader, b.leaderEpoch, s.leo(), s.hw(), checkpointHw, s.log(),
+            s.epochCache(), asksEpoch ? "truncating" : "fetching", s.logStart(), remote);
+    }
+
+    @Override
+    protected void observeMore(Map<String, Object> out) {
+        out.put("epoch_query", epochQuery);
+    }
 }
