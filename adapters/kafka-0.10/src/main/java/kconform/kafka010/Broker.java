@@ -12,7 +12,7 @@ import kconform.adapter.BrokerCore;
  * ReplicaManager (which Partition needs) and the Partition, plus its replica fetcher's
  * state for the partition. A crash drops the objects (memory) and keeps the directory (disk).
  */
-final class Broker extends BrokerCore {
+final class Broker extends BrokerCore<Cluster.FetchRequestState, Cluster.FetchAnswer> {
     /** Counts starts: a fetcher session (and the answers to it) belongs to one incarnation. */
     int incarnation;
     LogManager logManager;
@@ -23,11 +23,6 @@ final class Broker extends BrokerCore {
     /** The leader the fetcher fetches from (with BrokerCore's fetch offset). */
     String fetchLeader;
 
-    /** This follower's fetch parked in its leader's fetch purgatory (DelayedFetch), or null. */
-    Cluster.FetchRequestState parked;
-    /** The answer to this follower's fetch, on its way back, or null. */
-    Cluster.FetchAnswer inFlight;
-
     Broker(String name, int id, File dir) {
         super(name, id, dir);
     }
@@ -35,10 +30,5 @@ final class Broker extends BrokerCore {
     @Override
     public boolean hasPartition() {
         return partition != null;
-    }
-
-    @Override
-    public boolean hasFetchAnswer() {
-        return inFlight != null;
     }
 }

@@ -17,6 +17,7 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicBoolean;
 import kconform.adapter.ClusterCore;
+import kconform.adapter.FollowerFetch;
 import kconform.adapter.KafkaError;
 import kconform.adapter.LogDirs;
 import kconform.adapter.Registration;
@@ -77,7 +78,7 @@ import scala.collection.JavaConverters;
  * carries the leader epoch the leader appended the record in (0.10 records have no epoch; the
  * key is replicated by Kafka like the value, so "value@epoch" is read back from every log).
  */
-final class Cluster extends ClusterCore<Broker, ManualTime> {
+final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Cluster.FetchAnswer, ManualTime> {
     static final String TOPIC = "kconform";
     static final TopicPartition TP = new TopicPartition(TOPIC, 0);
     private static final int MAX_BYTES = 1 << 20;
@@ -87,7 +88,7 @@ final class Cluster extends ClusterCore<Broker, ManualTime> {
 
     /** A follower's fetch as the leader received it. */
     record FetchRequestState(Broker follower, Broker leader, int incarnation, long fetchOffset, long deadlineMs,
-                             Integer maxRecords) {
+                             Integer maxRecords) implements FollowerFetch {
     }
 
     /** The leader's answer (ReplicaManager's LogReadResult) and the records it carries. */
@@ -266,20 +267,14 @@ final class Cluster extends ClusterCore<Broker, ManualTime> {
         if (!l.online) {
             throw new Rejected("FETCH-PRE-1", name + " follows " + f.fetchLeader + ", which is offline");
         }
-        if (f.parked != null || f.inFlight != null) {
-            throw new Rejected("FETCH-PRE-1", name + " already has a fetch outstanding");
-        }
+        refuseOutstandingFetch(f);
         long waitMs = maxWaitMs != null ? maxWaitMs : fetchWaitMs;
         FetchRequestState request = new FetchRequestState(f, l, f.incarnation, f.fetchOffset,
             time.milliseconds() + waitMs, maxRecords);
         FetchAnswer answer = read(request, true);
         completeAllPending();
         boolean immediate = waitMs <= 0 || answer.error() != Errors.NONE || answer.records().sizeInBytes() > 0;
-        if (immediate) {
-            f.inFlight = answer;
-        } else {
-            f.parked = request;
-        }
+        answerOrPark(f, request, answer, immediate);
     }
 
     /** max_records stands for replica.fetch.max.bytes: the bytes of that many records (0.10 batches
@@ -337,32 +332,20 @@ final class Cluster extends ClusterCore<Broker, ManualTime> {
     /** DelayedFetch.tryComplete (0.10.2.2): complete when the leader no longer leads (case A) or
      * its LEO moved from the fetch offset, or at the deadline; onComplete reads again. */
     @Override
-    protected void completeParked(boolean deadlinesOnly) {
-        for (Broker f : brokers) {
-            FetchRequestState p = f.parked;
-            if (p == null) {
-                continue;
-            }
-            Broker l = p.leader();
-            if (!l.online) {
-                f.parked = null;
-                continue;
-            }
-            boolean due = time.milliseconds() >= p.deadlineMs();
-            boolean ready = !deadlinesOnly && (l.partition.leaderReplicaIfLocal().isEmpty()
-                || localLog(l).logEndOffset() != p.fetchOffset());
-            if (due || ready) {
-                f.parked = null;
-                try {
-                    FetchAnswer answer = read(p, false);
-                    if (f.online && f.incarnation == p.incarnation()) {
-                        f.inFlight = answer;
-                    }
-                } catch (IOException e) {
-                    throw new IllegalStateException("reading the leader's log failed: " + e, e);
-                }
-            }
-        }
+    protected boolean fetchReady(FetchRequestState p) {
+        Broker l = p.leader();
+        return l.partition.leaderReplicaIfLocal().isEmpty()
+            || localLog(l).logEndOffset() != p.fetchOffset();
+    }
+
+    @Override
+    protected FetchAnswer answerParked(FetchRequestState p) throws IOException {
+        return read(p, false);
+    }
+
+    @Override
+    protected boolean sameSession(Broker f, FetchRequestState p) {
+        return f.incarnation == p.incarnation();
     }
 
     /** ReplicaFetcherThread (0.10.2.2): an answer to another session is dropped; an error changes
@@ -370,12 +353,8 @@ final class Cluster extends ClusterCore<Broker, ManualTime> {
      * processPartitionData (Log.append, HW = min(LEO, leader's HW)). */
     @Override
     public void deliverFetch(String name) throws Rejected, IOException {
+        FetchAnswer answer = takeFetchAnswer(name);
         Broker f = broker(name);
-        FetchAnswer answer = f.inFlight;
-        if (answer == null) {
-            throw new Rejected("FETCH-DELIVER-PRE-1", "deliver_fetch: no fetch response is in flight to " + name);
-        }
-        f.inFlight = null;
         FetchRequestState req = answer.request();
         if (!f.online || f.incarnation != req.incarnation() || f.fetchOffset == null
             || !req.leader().name.equals(f.fetchLeader) || f.fetchOffset != req.fetchOffset()) {
@@ -519,11 +498,6 @@ final class Cluster extends ClusterCore<Broker, ManualTime> {
             return null;
         }
         return answer._2() == Errors.NONE ? "acked" : errorName(answer._2());
-    }
-
-    @Override
-    protected Long parkedDeadline(Broker f) {
-        return f.parked == null ? null : f.parked.deadlineMs();
     }
 
     @Override

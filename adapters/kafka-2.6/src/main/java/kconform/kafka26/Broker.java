@@ -12,7 +12,7 @@ import kconform.adapter.BrokerCore;
  * partition (AbstractFetcherThread's PartitionFetchState). A crash drops the LogManager
  * and Partition (memory) and keeps the directory (disk).
  */
-final class Broker extends BrokerCore {
+final class Broker extends BrokerCore<Cluster.FetchRequestState, Cluster.FetchAnswer> {
     /** Counts starts: a fetcher session (and the answers to it) belongs to one incarnation. */
     int incarnation;
     LogManager logManager;
@@ -22,11 +22,6 @@ final class Broker extends BrokerCore {
     /** The fetcher's leader and current leader epoch (with BrokerCore's fetch offset). */
     String fetchLeader;
     int fetchEpoch;
-
-    /** This follower's fetch parked in its leader's fetch purgatory (DelayedFetch), or null. */
-    Cluster.FetchRequestState parked;
-    /** The answer to this follower's fetch, on its way back, or null. */
-    Cluster.FetchAnswer inFlight;
     /** The answer to this follower's OffsetsForLeaderEpoch request, on its way back, or null. */
     Cluster.EpochAnswer epochInFlight;
 
@@ -37,10 +32,5 @@ final class Broker extends BrokerCore {
     @Override
     public boolean hasPartition() {
         return partition != null;
-    }
-
-    @Override
-    public boolean hasFetchAnswer() {
-        return inFlight != null;
     }
 }

@@ -16,6 +16,7 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeSet;
 import kconform.adapter.ClusterCore;
+import kconform.adapter.FollowerFetch;
 import kconform.adapter.KafkaError;
 import kconform.adapter.LogDirs;
 import kconform.adapter.Registration;
@@ -86,7 +87,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * request per step), the order of the periodic tasks on a tick, and the follower-side
  * control flow of AbstractFetcherThread / ReplicaFetcherThread, rewritten after 2.6.3's.
  */
-final class Cluster extends ClusterCore<Broker, ManualTime> {
+final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Cluster.FetchAnswer, ManualTime> {
     static final String TOPIC = "kconform";
     static final TopicPartition TP = new TopicPartition(TOPIC, 0);
     private static final int MAX_BYTES = 1 << 20;
@@ -94,7 +95,7 @@ final class Cluster extends ClusterCore<Broker, ManualTime> {
 
     /** A follower's fetch as the leader received it (FetchRequest.PartitionData and the session). */
     record FetchRequestState(Broker follower, Broker leader, int incarnation, int requestEpoch, long fetchOffset,
-                             long followerLogStart, long deadlineMs, Integer maxRecords) {
+                             long followerLogStart, long deadlineMs, Integer maxRecords) implements FollowerFetch {
     }
 
     /** The leader's answer: an error, or what Partition.readRecords read. */
@@ -432,9 +433,7 @@ final class Cluster extends ClusterCore<Broker, ManualTime> {
         if (f.truncating) {
             throw new Rejected("FETCH-PRE-1", name + " is truncating: it sends OffsetsForLeaderEpoch first");
         }
-        if (f.parked != null || f.inFlight != null) {
-            throw new Rejected("FETCH-PRE-1", name + " already has a fetch outstanding");
-        }
+        refuseOutstandingFetch(f);
         Log log = f.partition.localLogOrException();
         long waitMs = maxWaitMs != null ? maxWaitMs : fetchWaitMs;
         FetchRequestState request = new FetchRequestState(f, l, f.incarnation, f.fetchEpoch, f.fetchOffset,
@@ -442,11 +441,7 @@ final class Cluster extends ClusterCore<Broker, ManualTime> {
         FetchAnswer answer = read(request, true);
         completeAllPending();
         boolean immediate = waitMs <= 0 || answer.error() != Errors.NONE || answer.records().sizeInBytes() > 0;
-        if (immediate) {
-            f.inFlight = answer;
-        } else {
-            f.parked = request; // DelayedFetch in the leader's purgatory
-        }
+        answerOrPark(f, request, answer, immediate);
     }
 
     /**
@@ -514,33 +509,21 @@ final class Cluster extends ClusterCore<Broker, ManualTime> {
      * (fetchOffsetSnapshot fences it, cases A and E), or at the deadline; onComplete reads again
      * without updating the follower's state. */
     @Override
-    protected void completeParked(boolean deadlinesOnly) {
-        for (Broker f : brokers) {
-            FetchRequestState p = f.parked;
-            if (p == null) {
-                continue;
-            }
-            Broker l = p.leader();
-            if (!l.online) {
-                f.parked = null; // the leader's purgatory is gone with it
-                continue;
-            }
-            boolean due = time.milliseconds() >= p.deadlineMs();
-            boolean ready = !deadlinesOnly && (l.partition == null || !l.partition.isLeader()
-                || l.partition.getLeaderEpoch() != p.requestEpoch()
-                || l.partition.localLogOrException().logEndOffset() != p.fetchOffset());
-            if (due || ready) {
-                f.parked = null;
-                try {
-                    FetchAnswer answer = read(p, false);
-                    if (f.online && f.incarnation == p.incarnation()) {
-                        f.inFlight = answer;
-                    }
-                } catch (IOException e) {
-                    throw new IllegalStateException("reading the leader's log failed: " + e, e);
-                }
-            }
-        }
+    protected boolean fetchReady(FetchRequestState p) {
+        Broker l = p.leader();
+        return l.partition == null || !l.partition.isLeader()
+            || l.partition.getLeaderEpoch() != p.requestEpoch()
+            || l.partition.localLogOrException().logEndOffset() != p.fetchOffset();
+    }
+
+    @Override
+    protected FetchAnswer answerParked(FetchRequestState p) throws IOException {
+        return read(p, false);
+    }
+
+    @Override
+    protected boolean sameSession(Broker f, FetchRequestState p) {
+        return f.incarnation == p.incarnation();
     }
 
     /**
@@ -552,12 +535,8 @@ final class Cluster extends ClusterCore<Broker, ManualTime> {
      */
     @Override
     public void deliverFetch(String name) throws Rejected, IOException {
+        FetchAnswer answer = takeFetchAnswer(name);
         Broker f = broker(name);
-        FetchAnswer answer = f.inFlight;
-        if (answer == null) {
-            throw new Rejected("FETCH-DELIVER-PRE-1", "deliver_fetch: no fetch response is in flight to " + name);
-        }
-        f.inFlight = null;
         FetchRequestState req = answer.request();
         if (!f.online || f.incarnation != req.incarnation() || f.fetchEpoch != req.requestEpoch()
             || !req.leader().name.equals(f.fetchLeader) || f.fetchOffset == null || f.truncating
@@ -790,11 +769,6 @@ final class Cluster extends ClusterCore<Broker, ManualTime> {
             return null;
         }
         return answer._2() == Errors.NONE ? "acked" : answer._2().name();
-    }
-
-    @Override
-    protected Long parkedDeadline(Broker f) {
-        return f.parked == null ? null : f.parked.deadlineMs();
     }
 
     @Override

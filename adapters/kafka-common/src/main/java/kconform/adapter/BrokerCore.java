@@ -10,7 +10,7 @@ import java.util.Deque;
  * it. Each line's Broker adds its Kafka objects (LogManager, Partition) and its in-flight
  * requests, whose types are that Kafka's.
  */
-public abstract class BrokerCore {
+public abstract class BrokerCore<R extends FollowerFetch, A> {
     public final String name;
     public final int id;
     public final File dir;
@@ -21,6 +21,11 @@ public abstract class BrokerCore {
     public Long fetchOffset;
     /** The fetcher must truncate before it fetches (the lines that have that state). */
     public boolean truncating;
+
+    /** This follower's fetch parked in its leader's fetch purgatory (DelayedFetch), or null. */
+    public R parked;
+    /** The answer to this follower's fetch, on its way back, or null. */
+    public A inFlight;
 
     /** LeaderAndIsr requests (or metadata) sent and not yet applied, oldest first. */
     public final Deque<Registration> inbox = new ArrayDeque<>();
@@ -36,7 +41,4 @@ public abstract class BrokerCore {
 
     /** The broker runs a Partition for the topic (false while down or before it is created). */
     public abstract boolean hasPartition();
-
-    /** A fetch answer is on its way back to this follower. */
-    public abstract boolean hasFetchAnswer();
 }

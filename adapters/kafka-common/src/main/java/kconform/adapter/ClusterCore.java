@@ -29,9 +29,12 @@ import java.util.function.ToLongFunction;
  * {@link #isrRemovalIsNewLeaderEpoch}, {@link #publishIsrChange}).
  *
  * @param <B> the line's broker
+ * @param <R> the line's fetch request (as the leader received it)
+ * @param <A> the line's fetch answer
  * @param <T> the line's clock (a ManualClock that implements its Kafka's Time)
  */
-public abstract class ClusterCore<B extends BrokerCore, T extends ManualClock> implements AutoCloseable {
+public abstract class ClusterCore<B extends BrokerCore<R, A>, R extends FollowerFetch, A, T extends ManualClock>
+    implements AutoCloseable {
     /** Makes a line's broker; called once per replica by the constructor. */
     @FunctionalInterface
     public interface BrokerFactory<B> {
@@ -140,11 +143,14 @@ public abstract class ClusterCore<B extends BrokerCore, T extends ManualClock> i
 
     public abstract void deliverFetch(String name) throws Rejected, IOException;
 
-    /** The deadline of the fetch parked at this follower's leader, or null. */
-    protected abstract Long parkedDeadline(B follower);
+    /** DelayedFetch's completion check: the parked fetch can be answered now (its leader is online). */
+    protected abstract boolean fetchReady(R parked);
 
-    /** DelayedFetch.tryComplete for every parked fetch (only those due, when deadlinesOnly). */
-    protected abstract void completeParked(boolean deadlinesOnly);
+    /** DelayedFetch.onComplete: the leader reads again, without updating the follower's state. */
+    protected abstract A answerParked(R parked) throws IOException;
+
+    /** The answer still belongs to the follower's fetcher session (the same start of the broker). */
+    protected abstract boolean sameSession(B follower, R request);
 
     /** Partition.maybeShrinkIsr on an online broker (the isr-expiration task). */
     protected abstract void shrinkIsr(B b);
@@ -453,7 +459,7 @@ public abstract class ClusterCore<B extends BrokerCore, T extends ManualClock> i
     /** fetch_round: a fetch, and its delivery when the leader answered at once (FETCH-ROUND-1). */
     public final void fetchRound(String name, Long maxWaitMs, Integer maxRecords) throws Rejected, IOException {
         fetch(name, maxWaitMs, maxRecords);
-        if (broker(name).hasFetchAnswer()) {
+        if (broker(name).inFlight != null) {
             deliverFetch(name);
         }
     }
@@ -490,6 +496,61 @@ public abstract class ClusterCore<B extends BrokerCore, T extends ManualClock> i
         rejoin(b);
     }
 
+    /** FETCH-PRE-1: one fetch at a time per follower. */
+    protected final void refuseOutstandingFetch(B f) throws Rejected {
+        if (f.parked != null || f.inFlight != null) {
+            throw new Rejected("FETCH-PRE-1", f.name + " already has a fetch outstanding");
+        }
+    }
+
+    /** The leader's answer goes back at once (an error, records, or no wait), else the fetch
+     * parks in the leader's purgatory (DelayedFetch). */
+    protected final void answerOrPark(B f, R request, A answer, boolean immediate) {
+        if (immediate) {
+            f.inFlight = answer;
+        } else {
+            f.parked = request;
+        }
+    }
+
+    /** deliver_fetch: the answer on its way to the follower arrives (taken off the wire). */
+    protected final A takeFetchAnswer(String name) throws Rejected {
+        B f = broker(name);
+        A answer = f.inFlight;
+        if (answer == null) {
+            throw new Rejected("FETCH-DELIVER-PRE-1", "deliver_fetch: no fetch response is in flight to " + name);
+        }
+        f.inFlight = null;
+        return answer;
+    }
+
+    /** DelayedFetch.tryComplete for the fetches parked at a leader: complete when the line's
+     * check says so, or at the deadline; a leader that went down takes its purgatory with it. */
+    protected final void completeParked(boolean deadlinesOnly) {
+        for (B f : brokers) {
+            R p = f.parked;
+            if (p == null) {
+                continue;
+            }
+            if (!p.leader().online) {
+                f.parked = null; // the leader's purgatory is gone with it
+                continue;
+            }
+            boolean due = time.milliseconds() >= p.deadlineMs();
+            if (due || (!deadlinesOnly && fetchReady(p))) {
+                f.parked = null;
+                try {
+                    A answer = answerParked(p);
+                    if (f.online && sameSession(f, p)) {
+                        f.inFlight = answer;
+                    }
+                } catch (IOException e) {
+                    throw new IllegalStateException("reading the leader's log failed: " + e, e);
+                }
+            }
+        }
+    }
+
     /** EPOCH-QUERY: what the broker's OffsetsForLeaderEpoch answered (error null when none). */
     protected final void answerEpochQuery(String name, int requestedEpoch, String error, int leaderEpoch,
                                           long endOffset) {
@@ -521,9 +582,9 @@ public abstract class ClusterCore<B extends BrokerCore, T extends ManualClock> i
             }
         }
         for (B f : brokers) {
-            Long deadline = parkedDeadline(f);
-            if (deadline != null && deadline > from && deadline <= to) {
-                timers.add(new Timer(deadline, 0, () -> completeParked(true)));
+            R p = f.parked;
+            if (p != null && p.deadlineMs() > from && p.deadlineMs() <= to) {
+                timers.add(new Timer(p.deadlineMs(), 0, () -> completeParked(true)));
             }
         }
         for (B b : brokers) {

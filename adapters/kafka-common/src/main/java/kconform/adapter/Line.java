@@ -13,7 +13,7 @@ public record Line(String version, String generation, List<String> steps, boolea
     /** A reset: a new cluster from the config (and the given state, where initialState). */
     @FunctionalInterface
     public interface Reset {
-        ClusterCore<?, ?> start(Map<String, Object> config, Map<String, Object> initial) throws IOException;
+        ClusterCore<?, ?, ?, ?> start(Map<String, Object> config, Map<String, Object> initial) throws IOException;
     }
 
     /** The line answers the epoch_query step (and observes its answer). */

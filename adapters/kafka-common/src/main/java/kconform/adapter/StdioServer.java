@@ -24,12 +24,12 @@ public final class StdioServer {
     @FunctionalInterface
     public interface ExtraSteps {
         /** Runs the step; false when the kind is not one of the line's own. */
-        boolean step(ClusterCore<?, ?> cluster, String kind, Map<String, Object> step) throws Exception;
+        boolean step(ClusterCore<?, ?, ?, ?> cluster, String kind, Map<String, Object> step) throws Exception;
     }
 
     private final Line line;
     private final ExtraSteps extra;
-    private ClusterCore<?, ?> cluster;
+    private ClusterCore<?, ?, ?, ?> cluster;
 
     private StdioServer(Line line, ExtraSteps extra) {
         this.line = line;

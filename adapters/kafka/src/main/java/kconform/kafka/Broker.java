@@ -14,7 +14,7 @@ import org.apache.kafka.storage.internals.log.LogManager;
  * epoch) and its replica fetcher's state for the partition. A crash drops the
  * LogManager and Partition (memory) and keeps the directory (disk).
  */
-final class Broker extends BrokerCore {
+final class Broker extends BrokerCore<Cluster.FetchRequestState, Cluster.FetchAnswer> {
     /** An AlterPartition request from this broker, waiting for the controller. */
     record Proposal(LeaderAndIsr request, CompletableFuture<LeaderAndIsr> answer) {
     }
@@ -29,11 +29,6 @@ final class Broker extends BrokerCore {
     int leaderEpoch;
     int partitionEpoch;
 
-    /** This follower's fetch parked in its leader's fetch purgatory (DelayedFetch), or null. */
-    Cluster.FetchRequestState parked;
-    /** The answer to this follower's fetch, on its way back, or null. */
-    Cluster.FetchAnswer inFlight;
-
     Proposal proposal;
 
     Broker(String name, int id, File dir) {
@@ -43,10 +38,5 @@ final class Broker extends BrokerCore {
     @Override
     public boolean hasPartition() {
         return partition != null;
-    }
-
-    @Override
-    public boolean hasFetchAnswer() {
-        return inFlight != null;
     }
 }
