@@ -97,14 +97,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
 
     Cluster(Map<String, Object> config) throws IOException {
         super(config, new ManualTime(), "kconform-kafka010-", Broker::new);
-        newPartition((String) config.get("initial_leader"));
-        for (Broker b : brokers) {
-            start(b);
-        }
-        for (Broker b : brokers) {
-            apply(b, registration());
-        }
-        afterStep();
+        begin(config, null);
     }
 
     // ------------------------------------------------------------------ broker life
@@ -123,7 +116,9 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         return props;
     }
 
-    private void start(Broker b) throws IOException {
+    /** 0.10's broker has no isNew: a new topic's log is created by getOrCreateReplica. */
+    @Override
+    protected void start(Broker b, boolean isNew) throws IOException {
         b.online = true;
         b.incarnation += 1;
         b.startedMs = time.milliseconds();
@@ -217,7 +212,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
      * fetcher at the LEO; without a live leader only the local replica is created.
      */
     @Override
-    protected void apply(Broker b, Registration r) {
+    protected void apply(Broker b, Registration r, boolean isNew) {
         if (!b.online || r.leaderEpoch() <= b.partition.getLeaderEpoch()) {
             return;
         }
@@ -229,7 +224,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
             if (b.partition.makeFollower(CONTROLLER_ID, state, 0)) {
                 dropFetcher(b);
                 long hw = b.partition.getOrCreateReplica(b.id).highWatermark().messageOffset();
-                b.logManager.truncateTo(JavaConverters.mapAsScalaMapConverter(Map.of(TP, (Object) hw)).asScala());
+                truncateTo(b, hw);
                 b.fetchOffset = localLog(b).logEndOffset();
                 b.fetchLeader = brokers.get(r.leader()).name;
             }
@@ -272,7 +267,6 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         FetchRequestState request = new FetchRequestState(f, l, f.incarnation, f.fetchOffset,
             time.milliseconds() + waitMs, maxRecords);
         FetchAnswer answer = read(request, true);
-        completeAllPending();
         boolean immediate = waitMs <= 0 || answer.error() != Errors.NONE || answer.records().sizeInBytes() > 0;
         answerOrPark(f, request, answer, immediate);
     }
@@ -365,7 +359,8 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         Log log = replica.log().get();
         if (answer.error() == Errors.OFFSET_OUT_OF_RANGE) {
             if (l.online && l.partition.leaderReplicaIfLocal().isDefined()) {
-                outOfRange(f, l, log);
+                Log leaderLog = localLog(l);
+                fetchOffsetAndTruncate(f, log.logEndOffset(), leaderLog.logStartOffset(), leaderLog.logEndOffset());
             }
             return;
         }
@@ -382,27 +377,22 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         f.fetchOffset = log.logEndOffset();
     }
 
-    /** ReplicaFetcherThread.handleOffsetOutOfRange (0.10.2.2), the leader's offsets folded in: a
-     * leader behind the follower with unclean election disabled makes the follower exit
-     * (System.exit: the adapter takes the broker down, FOLLOWER-OOR-2), else it truncates to it. */
-    private void outOfRange(Broker f, Broker l, Log log) {
-        Log leaderLog = localLog(l);
-        long leaderEnd = leaderLog.logEndOffset();
-        if (leaderEnd < log.logEndOffset()) {
-            if (!unclean) {
-                stop(f);
-                completeAllPending();
-                return;
-            }
-            f.logManager.truncateTo(JavaConverters.mapAsScalaMapConverter(Map.of(TP, (Object) leaderEnd)).asScala());
-            f.fetchOffset = leaderEnd;
-            return;
-        }
-        long leaderStart = leaderLog.logStartOffset();
-        if (leaderStart > log.logEndOffset()) {
-            f.logManager.truncateFullyAndStartAt(TP, leaderStart);
-        }
-        f.fetchOffset = Math.max(leaderStart, log.logEndOffset());
+    /** ReplicaFetcherThread.handleOffsetOutOfRange (0.10.2.2): a leader behind the follower with
+     * unclean election disabled makes the follower exit (System.exit: the adapter takes the
+     * broker down, FOLLOWER-OOR-2). */
+    @Override
+    protected boolean followerExitsBehindLeader() {
+        return !unclean;
+    }
+
+    @Override
+    protected void truncateTo(Broker f, long offset) {
+        f.logManager.truncateTo(JavaConverters.mapAsScalaMapConverter(Map.of(TP, (Object) offset)).asScala());
+    }
+
+    @Override
+    protected void truncateFullyAndStartAt(Broker f, long offset) {
+        f.logManager.truncateFullyAndStartAt(TP, offset);
     }
 
     // ------------------------------------------------------------------ time
@@ -468,12 +458,6 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         return !unclean;
     }
 
-    @Override
-    protected void rejoin(Broker b) throws IOException {
-        start(b);
-        apply(b, registration());
-    }
-
     /** The key carries the epoch the leader appends in (0.10 records have none): Kafka
      * replicates and truncates it with the value. */
     @Override
@@ -494,10 +478,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     @Override
     protected String ackOutcome(Broker leader, long requiredOffset) {
         Tuple2<Object, Errors> answer = leader.partition.checkEnoughReplicasReachOffset(requiredOffset);
-        if (!(Boolean) answer._1() && answer._2() == Errors.NONE) {
-            return null;
-        }
-        return answer._2() == Errors.NONE ? "acked" : errorName(answer._2());
+        return ackOutcome((Boolean) answer._1(), answer._2() == Errors.NONE ? null : errorName(answer._2()));
     }
 
     @Override

@@ -110,25 +110,18 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     /** A fresh partition, or (protocol 3) the given state of spec/adapter-protocol.md "reset". */
     Cluster(Map<String, Object> config, Map<String, Object> initial) throws IOException {
         super(config, new ManualTime(), "kconform-kafka26-", Broker::new);
-        if (initial != null) {
-            fromGiven(initial);
-            return;
-        }
-        newPartition((String) config.get("initial_leader"));
-        for (Broker b : brokers) {
-            start(b, true);
-        }
-        for (Broker b : brokers) {
-            apply(b, registration(), true);
-        }
-        // A new topic's followers start fetching at once: their logs are empty and have no epoch,
-        // so AbstractFetcherThread.maybeTruncate only truncates to the HW (0) locally.
+        begin(config, initial);
+    }
+
+    /** A new topic's followers start fetching at once: their logs are empty and have no epoch,
+     * so AbstractFetcherThread.maybeTruncate only truncates to the HW (0) locally. */
+    @Override
+    protected void startedNewPartition() {
         for (Broker b : brokers) {
             if (b.fetchOffset != null && b.truncating && b.partition.localLogOrException().latestEpoch().isEmpty()) {
                 truncateToHighWatermark(b);
             }
         }
-        afterStep();
     }
 
     /**
@@ -138,9 +131,9 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
      * makeLeader / makeFollower with the partition state the broker knows; a leader's view of a
      * follower is set through Replica.updateFetchState.
      */
+    @Override
     @SuppressWarnings("unchecked")
-    private void fromGiven(Map<String, Object> initial) throws IOException {
-        givenPartition(initial);
+    protected void fromGiven(Map<String, Object> initial) throws IOException {
         Map<String, Map<String, Object>> given = (Map<String, Map<String, Object>>) initial.get("replicas");
         for (Broker b : brokers) {
             Map<String, Object> rs = given.get(b.name);
@@ -153,7 +146,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
             List<String> records = (List<String>) rs.get("log");
             long offset = logStart;
             for (String r : records) {
-                SimpleRecord record = new SimpleRecord(r.substring(0, r.lastIndexOf('@')).getBytes(StandardCharsets.UTF_8));
+                SimpleRecord record = new SimpleRecord(valueOf(r));
                 log.appendAsFollower(MemoryRecords.withRecords(offset, CompressionType.NONE, epochOf(r), record));
                 offset += 1;
             }
@@ -175,28 +168,11 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
             }
             // makeLeader may have moved the HW (an ISR of one); the given state says where it is.
             log.updateHighWatermark(((Number) rs.get("hw")).longValue());
-            Map<String, Object> remote = (Map<String, Object>) rs.get("remote_leo");
-            if (remote != null && b.partition.isLeader()) {
-                for (Map.Entry<String, Object> e : remote.entrySet()) {
-                    if (e.getValue() == null) {
-                        continue;
-                    }
-                    Broker f = broker(e.getKey());
-                    long leo = ((Number) e.getValue()).longValue();
-                    b.partition.getReplica(f.id).get().updateFetchState(new LogOffsetMetadata(leo, -1L, -1), 0L,
-                        time.milliseconds(), log.logEndOffset());
-                }
+            if (b.partition.isLeader()) {
+                givenRemoteLeos((Map<String, Object>) rs.get("remote_leo"), (f, leo) -> b.partition.getReplica(f.id).get()
+                    .updateFetchState(new LogOffsetMetadata(leo, -1L, -1), 0L, time.milliseconds(), log.logEndOffset()));
             }
         }
-        for (Broker b : brokers) {
-            if (Boolean.FALSE.equals(given.get(b.name).get("online"))) {
-                stop(b);
-            }
-        }
-    }
-
-    private static int epochOf(String record) {
-        return Integer.parseInt(record.substring(record.lastIndexOf('@') + 1));
     }
 
     // ------------------------------------------------------------------ broker life
@@ -208,7 +184,8 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         return props;
     }
 
-    private void start(Broker b, boolean isNew) throws IOException {
+    @Override
+    protected void start(Broker b, boolean isNew) throws IOException {
         b.online = true;
         b.incarnation += 1;
         b.startedMs = time.milliseconds();
@@ -371,7 +348,8 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
      * new fetcher at the HW in Truncating state; when there is no leader, only the log is
      * created and the partition keeps its leader, epoch and fetcher).
      */
-    private void apply(Broker b, Registration r, boolean isNew) {
+    @Override
+    protected void apply(Broker b, Registration r, boolean isNew) {
         if (!b.online) {
             return;
         }
@@ -397,11 +375,6 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
             b.partition.createLogIfNotExists(isNew, false, offsetCheckpoints(b));
         }
         completePendingAt(b);
-    }
-
-    @Override
-    protected void apply(Broker b, Registration r) {
-        apply(b, r, false);
     }
 
     // ------------------------------------------------------------------ steps
@@ -439,7 +412,6 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         FetchRequestState request = new FetchRequestState(f, l, f.incarnation, f.fetchEpoch, f.fetchOffset,
             log.logStartOffset(), time.milliseconds() + waitMs, maxRecords);
         FetchAnswer answer = read(request, true);
-        completeAllPending();
         boolean immediate = waitMs <= 0 || answer.error() != Errors.NONE || answer.records().sizeInBytes() > 0;
         answerOrPark(f, request, answer, immediate);
     }
@@ -548,7 +520,8 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         if (answer.error() == Errors.OFFSET_OUT_OF_RANGE) {
             if (l.online && l.partition != null && l.partition.isLeader()
                 && l.partition.getLeaderEpoch() == f.fetchEpoch) {
-                outOfRange(f, l, log);
+                Log leaderLog = l.partition.localLogOrException();
+                fetchOffsetAndTruncate(f, log.logEndOffset(), leaderLog.logStartOffset(), leaderLog.logEndOffset());
             }
             return;
         }
@@ -569,21 +542,14 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         }
     }
 
-    /** AbstractFetcherThread.fetchOffsetAndTruncate, the leader's ListOffsets (LATEST, EARLIEST) folded in. */
-    private void outOfRange(Broker f, Broker l, Log log) {
-        Log leaderLog = l.partition.localLogOrException();
-        long replicaEnd = log.logEndOffset();
-        long leaderEnd = leaderLog.logEndOffset();
-        if (leaderEnd < replicaEnd) {
-            f.partition.truncateTo(leaderEnd, false);
-            f.fetchOffset = leaderEnd;
-            return;
-        }
-        long leaderStart = leaderLog.logStartOffset();
-        if (leaderStart > replicaEnd) {
-            f.partition.truncateFullyAndStartAt(leaderStart, false);
-        }
-        f.fetchOffset = Math.max(leaderStart, replicaEnd);
+    @Override
+    protected void truncateTo(Broker f, long offset) {
+        f.partition.truncateTo(offset, false);
+    }
+
+    @Override
+    protected void truncateFullyAndStartAt(Broker f, long offset) {
+        f.partition.truncateFullyAndStartAt(offset, false);
     }
 
     /**
@@ -673,11 +639,8 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         f.truncating = false;
     }
 
-    void epochQuery(String name, int epoch, Integer currentLeaderEpoch) throws Rejected {
-        Broker b = broker(name);
-        if (!b.online) {
-            throw new Rejected("EPOCH-QUERY-PRE-1", name + " is offline");
-        }
+    @Override
+    protected EpochEnd lastOffsetForLeaderEpoch(Broker b, int epoch, Integer currentLeaderEpoch) {
         // the broker's request path reads the wire's current leader epoch as
         // OffsetsForLeaderEpochRequest does in 2.6 (RequestUtils.getLeaderEpoch over the
         // struct): -1 (RecordBatch.NO_PARTITION_LEADER_EPOCH) is "none", no fencing
@@ -687,8 +650,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
             : Optional.of(currentLeaderEpoch);
         EpochEndOffset answer = b.partition.lastOffsetForLeaderEpoch(current, epoch, true);
         Errors error = answer.error();
-        answerEpochQuery(name, epoch, error == Errors.NONE ? null : error.name(), answer.leaderEpoch(),
-            answer.endOffset());
+        return new EpochEnd(error == Errors.NONE ? null : error.name(), answer.leaderEpoch(), answer.endOffset());
     }
 
     // ------------------------------------------------------------------ time
@@ -743,12 +705,6 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     // ------------------------------------------------------------------ ClusterCore's hooks
 
     @Override
-    protected void rejoin(Broker b) throws IOException {
-        start(b, false);
-        apply(b, registration(), false); // onBrokerStartup: LeaderAndIsr for its replicas
-    }
-
-    @Override
     protected long appendAsLeader(Broker leader, List<String> values, int requiredAcks) throws KafkaError {
         SimpleRecord[] records = values.stream()
             .map(v -> new SimpleRecord(v.getBytes(StandardCharsets.UTF_8)))
@@ -765,10 +721,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     @Override
     protected String ackOutcome(Broker leader, long requiredOffset) {
         Tuple2<Object, Errors> answer = leader.partition.checkEnoughReplicasReachOffset(requiredOffset);
-        if (!(Boolean) answer._1() && answer._2() == Errors.NONE) {
-            return null;
-        }
-        return answer._2() == Errors.NONE ? "acked" : answer._2().name();
+        return ackOutcome((Boolean) answer._1(), answer._2() == Errors.NONE ? null : answer._2().name());
     }
 
     @Override

@@ -8,7 +8,7 @@ import org.apache.kafka.common.utils.AppInfoParser;
 /**
  * The stdio adapter (kconform.adapter.StdioServer) in front of Apache Kafka 2.6's own
  * replication code (see Cluster), the leader-epoch generation. Its own step kinds are the
- * follower's OffsetsForLeaderEpoch exchange and the epoch query.
+ * follower's OffsetsForLeaderEpoch exchange (epoch_request, deliver_epoch, epoch_round).
  */
 public final class Main {
     private Main() {
@@ -26,8 +26,6 @@ public final class Main {
                 case "epoch_request" -> c.epochRequest(replica);
                 case "deliver_epoch" -> c.deliverEpoch(replica);
                 case "epoch_round" -> c.epochRound(replica);
-                case "epoch_query" -> c.epochQuery(replica, ((Number) s.get("epoch")).intValue(),
-                    StdioServer.currentLeaderEpoch(s));
                 default -> {
                     return false;
                 }

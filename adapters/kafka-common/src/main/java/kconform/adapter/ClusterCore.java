@@ -48,6 +48,10 @@ public abstract class ClusterCore<B extends BrokerCore<R, A>, R extends Follower
     private record Timer(long atMs, int order, Runnable action) {
     }
 
+    /** A broker's OffsetsForLeaderEpoch answer: an error's name (null for none), the epoch and its end offset. */
+    public record EpochEnd(String error, int leaderEpoch, long endOffset) {
+    }
+
     protected final T time;
     protected final File root;
     protected final List<B> brokers = new ArrayList<>();
@@ -95,7 +99,7 @@ public abstract class ClusterCore<B extends BrokerCore<R, A>, R extends Follower
     }
 
     /** A new partition: the config's initial leader (else the first replica), epoch 0, every replica in the ISR. */
-    protected final void newPartition(String initialLeader) {
+    private void newPartition(String initialLeader) {
         B leader = initialLeader == null ? brokers.get(0) : broker(initialLeader);
         ctrlLeader = leader.id;
         ctrlEpoch = 0;
@@ -108,7 +112,7 @@ public abstract class ClusterCore<B extends BrokerCore<R, A>, R extends Follower
 
     /** The controller's record from a given state (protocol 3: "reset" with "initial"). */
     @SuppressWarnings("unchecked")
-    protected final void givenPartition(Map<String, Object> initial) {
+    private void givenPartition(Map<String, Object> initial) {
         String leaderName = (String) initial.get("leader");
         ctrlLeader = leaderName == null ? null : broker(leaderName).id;
         ctrlEpoch = ((Number) initial.get("leader_epoch")).intValue();
@@ -127,17 +131,52 @@ public abstract class ClusterCore<B extends BrokerCore<R, A>, R extends Follower
     /** The broker goes down: Kafka's objects dropped, its log directory kept. */
     protected abstract void stop(B b);
 
-    /** RESTART: the broker starts again over its directory and receives the controller's state. */
-    protected abstract void rejoin(B b) throws IOException;
+    /** The broker starts over its log directory: new (a new topic, or a given state) or again after a crash. */
+    protected abstract void start(B b, boolean isNew) throws IOException;
 
-    /** The broker handles a controller decision (LeaderAndIsr or metadata) as its Kafka does. */
-    protected abstract void apply(B b, Registration r);
+    /** The broker handles a controller decision (LeaderAndIsr or metadata) as its Kafka does;
+     * isNew for the first one of a new topic. */
+    protected abstract void apply(B b, Registration r, boolean isNew);
+
+    /** Builds the given state's logs, caches and views on each started broker (protocol 3);
+     * only the lines whose hello says initial_state. */
+    protected void fromGiven(Map<String, Object> initial) throws IOException {
+        throw new IllegalArgumentException("this adapter cannot start from a given state");
+    }
+
+    /** After a new topic's first decision reached every broker (the lines that need a step there). */
+    protected void startedNewPartition() {
+    }
+
+    /** OffsetsForLeaderEpoch at the broker (epoch_query): its answer, on the lines that have the step. */
+    protected EpochEnd lastOffsetForLeaderEpoch(B b, int epoch, Integer currentLeaderEpoch) {
+        throw new IllegalArgumentException("step kind epoch_query is not supported");
+    }
+
+    /** Truncates the follower's log to the offset (Partition.truncateTo or LogManager.truncateTo). */
+    protected abstract void truncateTo(B f, long offset);
+
+    /** Empties the follower's log and starts it at the offset (truncateFullyAndStartAt). */
+    protected abstract void truncateFullyAndStartAt(B f, long offset);
+
+    /** 0.10's follower exits (System.exit) when its leader's log ends before its own and
+     * unclean election is off (FOLLOWER-OOR-2); later lines truncate. */
+    protected boolean followerExitsBehindLeader() {
+        return false;
+    }
 
     /** The leader's append of a client batch (Partition.appendRecordsToLeader): the offset after it. */
     protected abstract long appendAsLeader(B leader, List<String> values, int requiredAcks) throws KafkaError;
 
-    /** Partition.checkEnoughReplicasReachOffset: null while waiting, else "acked" or the error's name. */
+    /** Partition.checkEnoughReplicasReachOffset: null while waiting, else "acked" or the error's
+     * name (the line calls {@link #ackOutcome(boolean, String)} with Kafka's answer). */
     protected abstract String ackOutcome(B leader, long requiredOffset);
+
+    /** What checkEnoughReplicasReachOffset's (enough, error) means for the produce: done with the
+     * error, done ("acked"), or still waiting (null). */
+    protected static String ackOutcome(boolean enough, String error) {
+        return error != null ? error : enough ? "acked" : null;
+    }
 
     public abstract void fetch(String name, Long maxWaitMs, Integer maxRecords) throws Rejected, IOException;
 
@@ -205,6 +244,52 @@ public abstract class ClusterCore<B extends BrokerCore<R, A>, R extends Follower
             throw new IllegalArgumentException("unknown replica " + name + " (replicas: " + byName.keySet() + ")");
         }
         return b;
+    }
+
+    /**
+     * Starts the reset's partition: the given state (protocol 3: the controller's record, then
+     * the line's fromGiven, then the brokers the state says are offline stopped), else a new
+     * topic whose brokers all start and receive the first decision.
+     */
+    @SuppressWarnings("unchecked")
+    protected final void begin(Map<String, Object> config, Map<String, Object> initial) throws IOException {
+        if (initial != null) {
+            givenPartition(initial);
+            fromGiven(initial);
+            Map<String, Map<String, Object>> given = (Map<String, Map<String, Object>>) initial.get("replicas");
+            for (B b : brokers) {
+                if (Boolean.FALSE.equals(given.get(b.name).get("online"))) {
+                    stop(b);
+                }
+            }
+            return;
+        }
+        newPartition((String) config.get("initial_leader"));
+        for (B b : brokers) {
+            start(b, true);
+        }
+        for (B b : brokers) {
+            apply(b, registration(), true);
+        }
+        startedNewPartition();
+        afterStep();
+    }
+
+    /** A given leader's view of its followers' LEOs (the state's remote_leo; null: none known). */
+    protected final void givenRemoteLeos(Map<String, Object> remote, java.util.function.ObjLongConsumer<B> set) {
+        if (remote == null) {
+            return;
+        }
+        for (Map.Entry<String, Object> e : remote.entrySet()) {
+            if (e.getValue() != null) {
+                set.accept(broker(e.getKey()), ((Number) e.getValue()).longValue());
+            }
+        }
+    }
+
+    /** Applies a decision that is not a new topic's first. */
+    protected final void apply(B b, Registration r) {
+        apply(b, r, false);
     }
 
     protected final Registration registration() {
@@ -493,7 +578,8 @@ public abstract class ClusterCore<B extends BrokerCore<R, A>, R extends Follower
             handleFailures(null);
         }
         down.remove(b.id);
-        rejoin(b);
+        start(b, false);
+        apply(b, registration()); // onBrokerStartup: the decision for its replicas
     }
 
     /** FETCH-PRE-1: one fetch at a time per follower. */
@@ -506,6 +592,7 @@ public abstract class ClusterCore<B extends BrokerCore<R, A>, R extends Follower
     /** The leader's answer goes back at once (an error, records, or no wait), else the fetch
      * parks in the leader's purgatory (DelayedFetch). */
     protected final void answerOrPark(B f, R request, A answer, boolean immediate) {
+        completeAllPending(); // the leader's read may have moved its HW
         if (immediate) {
             f.inFlight = answer;
         } else {
@@ -551,16 +638,43 @@ public abstract class ClusterCore<B extends BrokerCore<R, A>, R extends Follower
         }
     }
 
-    /** EPOCH-QUERY: what the broker's OffsetsForLeaderEpoch answered (error null when none). */
-    protected final void answerEpochQuery(String name, int requestedEpoch, String error, int leaderEpoch,
-                                          long endOffset) {
+    /** EPOCH-QUERY: the broker's OffsetsForLeaderEpoch answer, observed as epoch_query. */
+    public final void epochQuery(String name, int epoch, Integer currentLeaderEpoch) throws Rejected {
+        B b = broker(name);
+        if (!b.online) {
+            throw new Rejected("EPOCH-QUERY-PRE-1", name + " is offline");
+        }
+        EpochEnd answer = lastOffsetForLeaderEpoch(b, epoch, currentLeaderEpoch);
         Map<String, Object> q = new LinkedHashMap<>();
         q.put("replica", name);
-        q.put("requested_epoch", requestedEpoch);
-        q.put("error", error);
-        q.put("leader_epoch", error == null ? leaderEpoch : -1);
-        q.put("end_offset", error == null ? endOffset : -1L);
+        q.put("requested_epoch", epoch);
+        q.put("error", answer.error());
+        q.put("leader_epoch", answer.error() == null ? answer.leaderEpoch() : -1);
+        q.put("end_offset", answer.error() == null ? answer.endOffset() : -1L);
         epochQuery = q;
+    }
+
+    /**
+     * OFFSET_OUT_OF_RANGE at the follower: AbstractFetcherThread.fetchOffsetAndTruncate with the
+     * leader's ListOffsets (LATEST, EARLIEST) folded in. A leader whose log ends before the
+     * follower's: truncate to its end (0.10 without unclean election: the follower exits); a
+     * leader whose log starts after the follower's end: start over at its start.
+     */
+    protected final void fetchOffsetAndTruncate(B f, long replicaEnd, long leaderStart, long leaderEnd) {
+        if (leaderEnd < replicaEnd) {
+            if (followerExitsBehindLeader()) {
+                stop(f);
+                completeAllPending();
+                return;
+            }
+            truncateTo(f, leaderEnd);
+            f.fetchOffset = leaderEnd;
+            return;
+        }
+        if (leaderStart > replicaEnd) {
+            truncateFullyAndStartAt(f, leaderStart);
+        }
+        f.fetchOffset = Math.max(leaderStart, replicaEnd);
     }
 
     // ------------------------------------------------------------------ time
@@ -671,6 +785,16 @@ public abstract class ClusterCore<B extends BrokerCore<R, A>, R extends Follower
             remote.put(other.name, leo < 0 ? null : leo);
         }
         return remote;
+    }
+
+    /** The value of a record as a state spells it ("value@epoch"). */
+    protected static byte[] valueOf(String record) {
+        return record.substring(0, record.lastIndexOf('@')).getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** The leader epoch of a record as a state spells it ("value@epoch"). */
+    protected static int epochOf(String record) {
+        return Integer.parseInt(record.substring(record.lastIndexOf('@') + 1));
     }
 
     /** A record as the observation spells it: its value, "@", the epoch of its batch. */

@@ -145,6 +145,8 @@ public final class StdioServer {
             }
             case "restart" -> cluster.restart((String) s.get("replica"));
             case "elect" -> cluster.elect((String) s.get("leader"), (List<String>) s.get("notify"));
+            case "epoch_query" -> cluster.epochQuery((String) s.get("replica"), ((Number) s.get("epoch")).intValue(),
+                currentLeaderEpoch(s));
             default -> {
                 if (!extra.step(cluster, kind, s)) {
                     throw new IllegalArgumentException("step kind " + kind + " is not supported");
@@ -154,7 +156,7 @@ public final class StdioServer {
     }
 
     /** epoch_query's current_leader_epoch (null when the step leaves it out). */
-    public static Integer currentLeaderEpoch(Map<String, Object> s) {
+    private static Integer currentLeaderEpoch(Map<String, Object> s) {
         Object n = s.get("current_leader_epoch");
         return n == null ? null : ((Number) n).intValue();
     }

@@ -115,18 +115,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     /** A fresh partition, or (protocol 3) the given state of spec/adapter-protocol.md "reset". */
     Cluster(Map<String, Object> config, Map<String, Object> initial) throws IOException {
         super(config, new ManualTime(), DIR_PREFIX + ProcessHandle.current().pid() + "-", Broker::new);
-        if (initial != null) {
-            fromGiven(initial);
-            return;
-        }
-        newPartition((String) config.get("initial_leader"));
-        for (Broker b : brokers) {
-            start(b, true);
-        }
-        for (Broker b : brokers) {
-            apply(b, registration(), true);
-        }
-        afterStep();
+        begin(config, initial);
     }
 
     /**
@@ -137,8 +126,8 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
      * leader's view of a follower is set through Replica.updateFetchStateOrThrow at time 0.
      */
     @SuppressWarnings("unchecked")
-    private void fromGiven(Map<String, Object> initial) throws IOException {
-        givenPartition(initial);
+    @Override
+    protected void fromGiven(Map<String, Object> initial) throws IOException {
         Map<String, Map<String, Object>> given = (Map<String, Map<String, Object>>) initial.get("replicas");
         for (Broker b : brokers) {
             Map<String, Object> rs = given.get(b.name);
@@ -157,7 +146,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
                 int epoch = epochOf(records.get(i));
                 List<SimpleRecord> batch = new ArrayList<>();
                 String r = records.get(i);
-                batch.add(new SimpleRecord(r.substring(0, r.lastIndexOf('@')).getBytes(StandardCharsets.UTF_8)));
+                batch.add(new SimpleRecord(valueOf(r)));
                 i++;
                 log.appendAsFollower(MemoryRecords.withRecords(offset, Compression.NONE, epoch,
                     batch.toArray(SimpleRecord[]::new)), Integer.MAX_VALUE);
@@ -192,33 +181,22 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
                     }
                 }
             }
-            Map<String, Object> remote = (Map<String, Object>) rs.get("remote_leo");
-            if (remote != null && "leader".equals(b.role)) {
-                for (Map.Entry<String, Object> e : remote.entrySet()) {
-                    if (e.getValue() == null) {
-                        continue;
-                    }
-                    Broker f = broker(e.getKey());
-                    b.partition.getReplica(f.id).get().updateFetchStateOrThrow(
-                        new org.apache.kafka.storage.internals.log.LogOffsetMetadata(((Number) e.getValue()).longValue()),
-                        0L, time.milliseconds(), log.logEndOffset(), f.brokerEpoch);
-                }
+            if ("leader".equals(b.role)) {
+                givenRemoteLeos((Map<String, Object>) rs.get("remote_leo"), (f, leo) -> b.partition.getReplica(f.id).get()
+                    .updateFetchStateOrThrow(new org.apache.kafka.storage.internals.log.LogOffsetMetadata(leo),
+                        0L, time.milliseconds(), log.logEndOffset(), f.brokerEpoch));
             }
         }
-        for (Broker b : brokers) {
-            if (Boolean.FALSE.equals(given.get(b.name).get("online"))) {
-                stop(b);
-            }
-        }
-    }
-
-    private static int epochOf(String record) {
-        return Integer.parseInt(record.substring(record.lastIndexOf('@') + 1));
     }
 
     // ------------------------------------------------------------------ broker life
 
-    private void start(Broker b, boolean isNew) throws IOException {
+    @Override
+    protected void start(Broker b, boolean isNew) throws IOException {
+        if (!isNew) {
+            b.leaderEpoch = -1; // a restarted broker knows no leader epoch until the controller says
+            b.partitionEpoch = -1;
+        }
         b.online = true;
         b.brokerEpoch = b.brokerEpoch == 0 ? 100 + b.id : b.brokerEpoch + 1000;
         b.startedMs = time.milliseconds();
@@ -381,7 +359,8 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
      * applyLocalFollowersDelta do: makeLeader or makeFollower, then (follower) a new fetcher
      * at initialFetchOffset when the leader epoch is new.
      */
-    private void apply(Broker b, Registration r, boolean isNew) {
+    @Override
+    protected void apply(Broker b, Registration r, boolean isNew) {
         if (!b.online) {
             return;
         }
@@ -421,11 +400,6 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         b.leaderEpoch = r.leaderEpoch();
         b.partitionEpoch = r.partitionEpoch();
         completePendingAt(b);
-    }
-
-    @Override
-    protected void apply(Broker b, Registration r) {
-        apply(b, r, false);
     }
 
     @Override
@@ -519,7 +493,6 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         FetchRequestState request = new FetchRequestState(f, l, f.brokerEpoch, f.leaderEpoch, params, data,
             time.milliseconds() + waitMs, maxRecords);
         FetchAnswer answer = read(request, true);
-        completeAllPending();
         boolean immediate = waitMs <= 0 || answer.error() != Errors.NONE
             || answer.read().divergingEpoch().isPresent() || answer.records().sizeInBytes() > 0;
         answerOrPark(f, request, answer, immediate);
@@ -650,7 +623,8 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         UnifiedLog log = f.partition.localLogOrException();
         if (answer.error() == Errors.OFFSET_OUT_OF_RANGE) {
             if (l.online && l.partition != null && l.partition.log().isDefined()) {
-                outOfRange(f, l, log);
+                UnifiedLog leaderLog = l.partition.localLogOrException();
+                fetchOffsetAndTruncate(f, log.logEndOffset(), leaderLog.logStartOffset(), leaderLog.logEndOffset());
             }
             return;
         }
@@ -733,30 +707,18 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         f.truncating = false;
     }
 
-    /** AbstractFetcherThread.fetchOffsetAndTruncate, the leader's ListOffsets folded in. */
-    private void outOfRange(Broker f, Broker l, UnifiedLog log) {
-        UnifiedLog leaderLog = l.partition.localLogOrException();
-        long replicaEnd = log.logEndOffset();
-        long leaderEnd = leaderLog.logEndOffset();
-        if (leaderEnd < replicaEnd) {
-            f.partition.truncateTo(leaderEnd, false);
-            f.fetchOffset = leaderEnd;
-            return;
-        }
-        long leaderStart = leaderLog.logStartOffset();
-        if (leaderStart > replicaEnd) {
-            f.partition.truncateFullyAndStartAt(leaderStart, false, Optional.empty());
-            f.fetchOffset = leaderStart;
-        } else {
-            f.fetchOffset = Math.max(leaderStart, replicaEnd);
-        }
+    @Override
+    protected void truncateTo(Broker f, long offset) {
+        f.partition.truncateTo(offset, false);
     }
 
-    void epochQuery(String name, int epoch, Integer currentLeaderEpoch) throws Rejected {
-        Broker b = broker(name);
-        if (!b.online) {
-            throw new Rejected("EPOCH-QUERY-PRE-1", name + " is offline");
-        }
+    @Override
+    protected void truncateFullyAndStartAt(Broker f, long offset) {
+        f.partition.truncateFullyAndStartAt(offset, false, Optional.empty());
+    }
+
+    @Override
+    protected EpochEnd lastOffsetForLeaderEpoch(Broker b, int epoch, Integer currentLeaderEpoch) {
         // the broker's request path reads the wire's current leader epoch with
         // RequestUtils.getLeaderEpoch: -1 (NO_PARTITION_LEADER_EPOCH) is "none", no fencing
         Optional<Integer> current = currentLeaderEpoch == null
@@ -765,8 +727,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         OffsetForLeaderEpochResponseData.EpochEndOffset answer = b.partition.lastOffsetForLeaderEpoch(
             current, epoch, true);
         Errors error = Errors.forCode(answer.errorCode());
-        answerEpochQuery(name, epoch, error == Errors.NONE ? null : error.name(), answer.leaderEpoch(),
-            answer.endOffset());
+        return new EpochEnd(error == Errors.NONE ? null : error.name(), answer.leaderEpoch(), answer.endOffset());
     }
 
     // ------------------------------------------------------------------ time
@@ -852,14 +813,6 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     }
 
     @Override
-    protected void rejoin(Broker b) throws IOException {
-        b.leaderEpoch = -1;
-        b.partitionEpoch = -1;
-        start(b, false);
-        apply(b, registration(), false);
-    }
-
-    @Override
     protected long appendAsLeader(Broker leader, List<String> values, int requiredAcks) throws KafkaError {
         SimpleRecord[] records = values.stream()
             .map(v -> new SimpleRecord(v.getBytes(StandardCharsets.UTF_8)))
@@ -877,10 +830,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     @Override
     protected String ackOutcome(Broker leader, long requiredOffset) {
         Tuple2<Object, Errors> answer = leader.partition.checkEnoughReplicasReachOffset(requiredOffset);
-        if (!(Boolean) answer._1() && answer._2() == Errors.NONE) {
-            return null;
-        }
-        return answer._2() == Errors.NONE ? "acked" : answer._2().name();
+        return ackOutcome((Boolean) answer._1(), answer._2() == Errors.NONE ? null : answer._2().name());
     }
 
     @Override

@@ -8,8 +8,8 @@ import org.apache.kafka.common.utils.internals.AppInfoParser;
 
 /**
  * The stdio adapter (kconform.adapter.StdioServer) in front of Apache Kafka's own replication
- * code (see Cluster), the diverging-epoch generation. Its own step kinds are the controller's
- * answer to an AlterPartition and the epoch query.
+ * code (see Cluster), the diverging-epoch generation. Its own step kind is the controller's answer to
+ * an AlterPartition (deliver_alter_partition).
  */
 public final class Main {
     private Main() {
@@ -22,16 +22,10 @@ public final class Main {
                 "deliver_alter_partition", "deliver_leader_and_isr", "crash", "restart", "elect", "epoch_query"),
             true, Cluster::new);
         StdioServer.serve(line, (cluster, kind, s) -> {
-            Cluster c = (Cluster) cluster;
-            String replica = (String) s.get("replica");
-            switch (kind) {
-                case "deliver_alter_partition" -> c.deliverAlterPartition(replica);
-                case "epoch_query" -> c.epochQuery(replica, ((Number) s.get("epoch")).intValue(),
-                    StdioServer.currentLeaderEpoch(s));
-                default -> {
-                    return false;
-                }
+            if (!"deliver_alter_partition".equals(kind)) {
+                return false;
             }
+            ((Cluster) cluster).deliverAlterPartition((String) s.get("replica"));
             return true;
         });
     }
