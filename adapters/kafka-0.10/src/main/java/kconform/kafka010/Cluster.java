@@ -189,7 +189,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
 
     private static void writeCheckpoint(Broker b, long hw) {
         Map<TopicPartition, Object> m = Map.of(TP, (Object) hw);
-        new OffsetCheckpoint(new File(b.dir, "replication-offset-checkpoint"))
+        new OffsetCheckpoint(b.hwCheckpointFile())
             .write(JavaConverters.mapAsScalaMapConverter(m).asScala());
     }
 
@@ -252,16 +252,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     @Override
     public void fetch(String name, Long maxWaitMs, Integer maxRecords) throws Rejected, IOException {
         Broker f = broker(name);
-        if (!f.online) {
-            throw new Rejected("FETCH-PRE-1", name + " is offline");
-        }
-        if (f.fetchOffset == null) {
-            throw new Rejected("FETCH-PRE-1", name + " does not follow a leader");
-        }
-        Broker l = byName.get(f.fetchLeader);
-        if (!l.online) {
-            throw new Rejected("FETCH-PRE-1", name + " follows " + f.fetchLeader + ", which is offline");
-        }
+        Broker l = followedLeader(f, "FETCH-PRE-1");
         refuseOutstandingFetch(f);
         long waitMs = maxWaitMs != null ? maxWaitMs : fetchWaitMs;
         FetchRequestState request = new FetchRequestState(f, l, f.incarnation, f.fetchOffset,
@@ -346,14 +337,15 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
      * nothing; OFFSET_OUT_OF_RANGE goes through handleOffsetOutOfRange; data through
      * processPartitionData (Log.append, HW = min(LEO, leader's HW)). */
     @Override
-    public void deliverFetch(String name) throws Rejected, IOException {
-        FetchAnswer answer = takeFetchAnswer(name);
-        Broker f = broker(name);
+    protected boolean forCurrentSession(Broker f, FetchAnswer answer) {
         FetchRequestState req = answer.request();
-        if (!f.online || f.incarnation != req.incarnation() || f.fetchOffset == null
-            || !req.leader().name.equals(f.fetchLeader) || f.fetchOffset != req.fetchOffset()) {
-            return;
-        }
+        return f.incarnation == req.incarnation() && f.fetchOffset != null
+            && req.leader().name.equals(f.fetchLeader) && f.fetchOffset == req.fetchOffset();
+    }
+
+    @Override
+    protected void processFetchAnswer(Broker f, FetchAnswer answer) throws IOException {
+        FetchRequestState req = answer.request();
         Broker l = req.leader();
         Replica replica = f.partition.getOrCreateReplica(f.id);
         Log log = replica.log().get();
@@ -441,11 +433,8 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         return new String(out, StandardCharsets.UTF_8);
     }
 
-    private long readCheckpoint(Broker b) {
-        File file = new File(b.dir, "replication-offset-checkpoint");
-        if (!file.exists()) {
-            return 0L;
-        }
+    @Override
+    protected long readHwCheckpoint(File file) {
         Option<Object> hw = new OffsetCheckpoint(file).read().get(TP);
         return hw.isDefined() ? (Long) hw.get() : 0L;
     }
@@ -488,7 +477,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
 
     @Override
     protected boolean checkpointBehind(Broker b) {
-        return b.partition.getOrCreateReplica(b.id).highWatermark().messageOffset() != readCheckpoint(b);
+        return b.partition.getOrCreateReplica(b.id).highWatermark().messageOffset() != checkpointedHw(b);
     }
 
     @Override
@@ -504,7 +493,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
             });
         }
         // 0.10 keeps no leader-epoch cache (KIP-101 came in 0.11) and never truncates before fetching
-        return new ReplicaView(b.online, role, s.leader(), s.leaderEpoch(), s.leo(), s.hw(), readCheckpoint(b), s.log(),
+        return new ReplicaView(b.online, role, s.leader(), s.leaderEpoch(), s.leo(), s.hw(), checkpointedHw(b), s.log(),
             List.of(), "fetching", 0L, remote);
     }
 
@@ -514,5 +503,10 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         for (com.yammer.metrics.core.MetricName metric : List.copyOf(registry.allMetrics().keySet())) {
             registry.removeMetric(metric);
         }
+    }
+
+    @Override
+    protected String leaderFollowed(Broker f) {
+        return f.fetchLeader;
     }
 }

@@ -204,7 +204,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         } catch (Exception e) {
             throw new IOException("LogManager.startup failed for broker " + b.name + ": " + e, e);
         }
-        b.hwCheckpoint = new OffsetCheckpointFile(new File(b.dir, "replication-offset-checkpoint"), null);
+        b.hwCheckpoint = new OffsetCheckpointFile(b.hwCheckpointFile(), null);
         b.partition = new Partition(TP, lagMs, ApiVersion.latestVersion(), b.id, time, stateStore(b, props),
             delayedOperations(), new MetadataCache(b.id), b.logManager);
         b.partition.createLogIfNotExists(isNew, false, offsetCheckpoints(b));
@@ -379,20 +379,6 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
 
     // ------------------------------------------------------------------ steps
 
-    private Broker fetcherLeader(Broker f, String rule) throws Rejected {
-        if (!f.online) {
-            throw new Rejected(rule, f.name + " is offline");
-        }
-        if (f.fetchOffset == null || f.fetchLeader == null) {
-            throw new Rejected(rule, f.name + " does not follow a leader");
-        }
-        Broker l = byName.get(f.fetchLeader);
-        if (!l.online) {
-            throw new Rejected(rule, f.name + " follows " + f.fetchLeader + ", which is offline");
-        }
-        return l;
-    }
-
     /**
      * The follower's fetcher sends one fetch (ReplicaFetcherThread.buildFetch: fetch offset,
      * current leader epoch, log start), and the leader handles it as ReplicaManager.fetchMessages
@@ -402,7 +388,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     @Override
     public void fetch(String name, Long maxWaitMs, Integer maxRecords) throws Rejected, IOException {
         Broker f = broker(name);
-        Broker l = fetcherLeader(f, "FETCH-PRE-1");
+        Broker l = followedLeader(f, "FETCH-PRE-1");
         if (f.truncating) {
             throw new Rejected("FETCH-PRE-1", name + " is truncating: it sends OffsetsForLeaderEpoch first");
         }
@@ -428,22 +414,11 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         if (fetchOffset < log.logStartOffset() || fetchOffset >= log.logEndOffset()) {
             return MAX_BYTES;
         }
-        int bytes = 0;
-        long records = 0;
+        List<Batch> batches = new ArrayList<>();
         for (RecordBatch batch : log.read(fetchOffset, MAX_BYTES, FetchLogEnd$.MODULE$, true).records().batches()) {
-            long n = batch.lastOffset() - Math.max(batch.baseOffset(), fetchOffset) + 1;
-            if (records + n > maxRecords) {
-                if (records < maxRecords) {
-                    throw new IllegalArgumentException("max_records " + maxRecords + " ends inside a batch of " + n
-                        + " records at offset " + (fetchOffset + records) + ": Kafka fetches whole batches"
-                        + " (replica.fetch.max.bytes), so this fetch has no Kafka counterpart");
-                }
-                break;
-            }
-            records += n;
-            bytes += batch.sizeInBytes();
+            batches.add(new Batch(batch.baseOffset(), batch.lastOffset(), batch.sizeInBytes()));
         }
-        return Math.max(bytes, 1);
+        return wholeBatchBytes(fetchOffset, maxRecords, batches, false);
     }
 
     /** ReplicaManager.readFromLocalLog on the leader (and, for a new fetch, updateFollowerFetchState). */
@@ -506,15 +481,16 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
      * leader's HW and maybeIncrementLogStartOffset).
      */
     @Override
-    public void deliverFetch(String name) throws Rejected, IOException {
-        FetchAnswer answer = takeFetchAnswer(name);
-        Broker f = broker(name);
+    protected boolean forCurrentSession(Broker f, FetchAnswer answer) {
         FetchRequestState req = answer.request();
-        if (!f.online || f.incarnation != req.incarnation() || f.fetchEpoch != req.requestEpoch()
-            || !req.leader().name.equals(f.fetchLeader) || f.fetchOffset == null || f.truncating
-            || f.fetchOffset != req.fetchOffset()) {
-            return; // MSG-DROP-1: the fetcher session that asked is gone
-        }
+        return f.incarnation == req.incarnation() && f.fetchEpoch == req.requestEpoch()
+            && req.leader().name.equals(f.fetchLeader) && f.fetchOffset != null && !f.truncating
+            && f.fetchOffset == req.fetchOffset();
+    }
+
+    @Override
+    protected void processFetchAnswer(Broker f, FetchAnswer answer) throws IOException {
+        FetchRequestState req = answer.request();
         Broker l = req.leader();
         Log log = f.partition.localLogOrException();
         if (answer.error() == Errors.OFFSET_OUT_OF_RANGE) {
@@ -561,7 +537,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
      */
     void epochRequest(String name) throws Rejected {
         Broker f = broker(name);
-        Broker l = fetcherLeader(f, "EPOCH-PRE-1");
+        Broker l = followedLeader(f, "EPOCH-PRE-1");
         if (!f.truncating) {
             throw new Rejected("EPOCH-PRE-1", name + " is not truncating");
         }
@@ -693,11 +669,8 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
             leader, b.partition.getLeaderEpoch());
     }
 
-    private long readCheckpoint(Broker b) {
-        File file = new File(b.dir, "replication-offset-checkpoint");
-        if (!file.exists()) {
-            return 0L;
-        }
+    @Override
+    protected long readHwCheckpoint(File file) {
         Option<Object> hw = new OffsetCheckpointFile(file, null).read().get(TP);
         return hw.isDefined() ? (Long) hw.get() : 0L;
     }
@@ -731,7 +704,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
 
     @Override
     protected boolean checkpointBehind(Broker b) {
-        return b.partition.log().isDefined() && b.partition.log().get().highWatermark() != readCheckpoint(b);
+        return b.partition.log().isDefined() && b.partition.log().get().highWatermark() != checkpointedHw(b);
     }
 
     @Override
@@ -746,7 +719,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
             });
         }
         String fetchState = b.online && b.truncating && b.fetchOffset != null ? "truncating" : "fetching";
-        return new ReplicaView(b.online, role, s.leader(), s.leaderEpoch(), s.leo(), s.hw(), readCheckpoint(b), s.log(),
+        return new ReplicaView(b.online, role, s.leader(), s.leaderEpoch(), s.leo(), s.hw(), checkpointedHw(b), s.log(),
             s.epochCache(), fetchState, s.logStart(), remote);
     }
 
@@ -762,5 +735,10 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         for (com.yammer.metrics.core.MetricName metric : List.copyOf(registry.allMetrics().keySet())) {
             registry.removeMetric(metric);
         }
+    }
+
+    @Override
+    protected String leaderFollowed(Broker f) {
+        return f.fetchLeader;
     }
 }

@@ -39,6 +39,11 @@ public abstract class BrokerCore<R extends FollowerFetch, A> {
         this.dir = dir;
     }
 
+    /** Where the broker checkpoints its HW (ReplicaManager's replication-offset-checkpoint). */
+    public File hwCheckpointFile() {
+        return new File(dir, "replication-offset-checkpoint");
+    }
+
     /** The broker runs a Partition for the topic (false while down or before it is created). */
     public abstract boolean hasPartition();
 }

@@ -180,7 +180,17 @@ public abstract class ClusterCore<B extends BrokerCore<R, A>, R extends Follower
 
     public abstract void fetch(String name, Long maxWaitMs, Integer maxRecords) throws Rejected, IOException;
 
-    public abstract void deliverFetch(String name) throws Rejected, IOException;
+    /** The leader the follower's fetcher fetches from (its name), or null when it follows none. */
+    protected abstract String leaderFollowed(B f);
+
+    /** The answer is for the follower's current fetcher session and offset (else MSG-DROP-1). */
+    protected abstract boolean forCurrentSession(B f, A answer);
+
+    /** The follower's fetcher processes the answer (AbstractFetcherThread.processFetchRequest). */
+    protected abstract void processFetchAnswer(B f, A answer) throws IOException;
+
+    /** The HW in the broker's replication-offset-checkpoint file (the file exists). */
+    protected abstract long readHwCheckpoint(File file);
 
     /** DelayedFetch's completion check: the parked fetch can be answered now (its leader is online). */
     protected abstract boolean fetchReady(R parked);
@@ -600,15 +610,72 @@ public abstract class ClusterCore<B extends BrokerCore<R, A>, R extends Follower
         }
     }
 
-    /** deliver_fetch: the answer on its way to the follower arrives (taken off the wire). */
-    protected final A takeFetchAnswer(String name) throws Rejected {
+    /** FETCH-PRE-1 (and the epoch request's precondition): the follower is online and follows an
+     * online leader; that leader. */
+    protected final B followedLeader(B f, String rule) throws Rejected {
+        if (!f.online) {
+            throw new Rejected(rule, f.name + " is offline");
+        }
+        String leader = leaderFollowed(f);
+        if (f.fetchOffset == null || leader == null) {
+            throw new Rejected(rule, f.name + " does not follow a leader");
+        }
+        B l = byName.get(leader);
+        if (l == null || !l.online) {
+            throw new Rejected(rule, f.name + " follows " + leader + ", which is offline");
+        }
+        return l;
+    }
+
+    /** deliver_fetch: the answer on its way to the follower arrives; one for a fetcher session
+     * that is gone is dropped (MSG-DROP-1), else the follower processes it. */
+    public final void deliverFetch(String name) throws Rejected, IOException {
         B f = broker(name);
         A answer = f.inFlight;
         if (answer == null) {
             throw new Rejected("FETCH-DELIVER-PRE-1", "deliver_fetch: no fetch response is in flight to " + name);
         }
         f.inFlight = null;
-        return answer;
+        if (f.online && forCurrentSession(f, answer)) {
+            processFetchAnswer(f, answer);
+        }
+    }
+
+    /** One batch of a leader's log as a fetch reads it. */
+    public record Batch(long baseOffset, long lastOffset, int sizeInBytes) {
+    }
+
+    /**
+     * max_records stands for replica.fetch.max.bytes (FETCH-LEADER-3): the bytes of the whole
+     * batches from the fetch offset that hold at most that many records. Kafka never splits a
+     * batch. A limit ending inside the first batch has no counterpart (Kafka would return that
+     * whole batch, minOneMessage); one ending inside a later batch stops before it when
+     * {@code laterCutStops} (fewer records, as CHOICE-4 allows), else it has none either.
+     */
+    protected static int wholeBatchBytes(long fetchOffset, int maxRecords, Iterable<Batch> batches,
+                                         boolean laterCutStops) {
+        int bytes = 0;
+        long records = 0;
+        for (Batch batch : batches) {
+            long n = batch.lastOffset() - Math.max(batch.baseOffset(), fetchOffset) + 1;
+            if (records + n > maxRecords) {
+                if (laterCutStops ? records == 0 : records < maxRecords) {
+                    throw new IllegalArgumentException("max_records " + maxRecords + " ends inside a batch of " + n
+                        + " records at offset " + (fetchOffset + records) + ": Kafka fetches whole batches"
+                        + " (replica.fetch.max.bytes), so this fetch has no Kafka counterpart");
+                }
+                break;
+            }
+            records += n;
+            bytes += batch.sizeInBytes();
+        }
+        return Math.max(bytes, 1);
+    }
+
+    /** The HW the broker's checkpoint file holds (0 when there is none). */
+    protected final long checkpointedHw(B b) {
+        File file = b.hwCheckpointFile();
+        return file.exists() ? readHwCheckpoint(file) : 0L;
     }
 
     /** DelayedFetch.tryComplete for the fetches parked at a leader: complete when the line's

@@ -220,7 +220,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         } catch (Exception e) {
             throw new IOException("LogManager.startup failed for broker " + b.name + ": " + e, e);
         }
-        b.hwCheckpoint = new OffsetCheckpointFile(new File(b.dir, "replication-offset-checkpoint"), null);
+        b.hwCheckpoint = new OffsetCheckpointFile(b.hwCheckpointFile(), null);
         b.partition = new Partition(TP, lagMs, b.id, () -> (Object) b.brokerEpoch, time,
             listener(), delayedOperations(), metadataCache(), b.logManager, alterPartitionManager(b),
             Option.apply(TOPIC_ID));
@@ -466,16 +466,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     @Override
     public void fetch(String name, Long maxWaitMs, Integer maxRecords) throws Rejected, IOException {
         Broker f = broker(name);
-        if (!f.online) {
-            throw new Rejected("FETCH-PRE-1", name + " is offline");
-        }
-        if (!"follower".equals(f.role) || f.fetchOffset == null) {
-            throw new Rejected("FETCH-PRE-1", name + " does not follow a leader");
-        }
-        Broker l = byName.get(f.leader);
-        if (l == null || !l.online) {
-            throw new Rejected("FETCH-PRE-1", name + " follows " + f.leader + ", which is offline");
-        }
+        Broker l = followedLeader(f, "FETCH-PRE-1");
         refuseOutstandingFetch(f);
         UnifiedLog log = f.partition.localLogOrException();
         if (!f.truncating) {
@@ -525,22 +516,11 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         if (fetchOffset < log.logStartOffset() || fetchOffset >= log.logEndOffset()) {
             return MAX_BYTES;
         }
-        int bytes = 0;
-        long records = 0;
+        List<Batch> batches = new ArrayList<>();
         for (RecordBatch batch : log.read(fetchOffset, MAX_BYTES, FetchIsolation.LOG_END, true).records.batches()) {
-            long n = batch.lastOffset() - Math.max(batch.baseOffset(), fetchOffset) + 1;
-            if (records + n > maxRecords) {
-                if (records == 0) {
-                    throw new IllegalArgumentException("max_records " + maxRecords + " ends inside a batch of " + n
-                        + " records at offset " + (fetchOffset + records) + ": Kafka fetches whole batches"
-                        + " (replica.fetch.max.bytes), so this fetch has no Kafka counterpart");
-                }
-                break;
-            }
-            records += n;
-            bytes += batch.sizeInBytes();
+            batches.add(new Batch(batch.baseOffset(), batch.lastOffset(), batch.sizeInBytes()));
         }
-        return Math.max(bytes, 1);
+        return wholeBatchBytes(fetchOffset, maxRecords, batches, true);
     }
 
     /** Partition.fetchRecords on the leader; an ApiException becomes the error answer. */
@@ -611,14 +591,15 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
      * (appendRecordsToFollowerOrFutureReplica, then the HW and log start from the response).
      */
     @Override
-    public void deliverFetch(String name) throws Rejected, IOException {
-        FetchAnswer answer = takeFetchAnswer(name);
-        Broker f = broker(name);
+    protected boolean forCurrentSession(Broker f, FetchAnswer answer) {
         FetchRequestState req = answer.request();
-        if (!f.online || f.brokerEpoch != req.followerEpoch() || f.leaderEpoch != req.requestEpoch()
-            || !req.leader().name.equals(f.leader) || f.fetchOffset == null) {
-            return; // MSG-DROP-1: the fetcher session that asked is gone
-        }
+        return f.brokerEpoch == req.followerEpoch() && f.leaderEpoch == req.requestEpoch()
+            && req.leader().name.equals(f.leader) && f.fetchOffset != null;
+    }
+
+    @Override
+    protected void processFetchAnswer(Broker f, FetchAnswer answer) throws IOException {
+        FetchRequestState req = answer.request();
         Broker l = req.leader();
         UnifiedLog log = f.partition.localLogOrException();
         if (answer.error() == Errors.OFFSET_OUT_OF_RANGE) {
@@ -771,11 +752,8 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         return new Snapshot(records, log.logStartOffset(), log.logEndOffset(), log.highWatermark(), cache, null, -1);
     }
 
-    private long readCheckpoint(Broker b) {
-        File file = new File(b.dir, "replication-offset-checkpoint");
-        if (!file.exists()) {
-            return 0L;
-        }
+    @Override
+    protected long readHwCheckpoint(File file) {
         try {
             return new OffsetCheckpointFile(file, null).read().getOrDefault(TP, 0L);
         } catch (IOException e) {
@@ -848,7 +826,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     @Override
     protected ReplicaView view(Broker b) {
         Snapshot s = b.online ? snapshot(b) : b.lastSeen;
-        long checkpointHw = readCheckpoint(b);
+        long checkpointHw = checkpointedHw(b);
         // The spec's "truncating" means "must ask OffsetsForLeaderEpoch first". Kafka's fetcher
         // is also Truncating when the log has no epoch at all, but then it only truncates to its
         // HW locally (truncateToHighWatermark) and fetches: that is "fetching" in the spec's sense.
@@ -867,5 +845,10 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     @Override
     protected void observeMore(Map<String, Object> out) {
         out.put("epoch_query", epochQuery);
+    }
+
+    @Override
+    protected String leaderFollowed(Broker f) {
+        return "follower".equals(f.role) ? f.leader : null;
     }
 }
