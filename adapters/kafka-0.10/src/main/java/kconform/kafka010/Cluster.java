@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.atomic.AtomicBoolean;
 import kconform.adapter.ClusterCore;
+import kconform.adapter.FollowerAnswer;
 import kconform.adapter.FollowerFetch;
 import kconform.adapter.KafkaError;
 import kconform.adapter.LogDirs;
@@ -83,12 +84,12 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     private static final ObjectMapper JSON = new ObjectMapper();
 
     /** A follower's fetch as the leader received it. */
-    record FetchRequestState(Broker follower, Broker leader, int incarnation, long fetchOffset, long deadlineMs,
+    record FetchRequestState(Broker follower, Broker leader, long session, long fetchOffset, long deadlineMs,
                              Integer maxRecords) implements FollowerFetch {
     }
 
     /** The leader's answer (ReplicaManager's LogReadResult) and the records it carries. */
-    record FetchAnswer(FetchRequestState request, Errors error, LogReadResult read, MemoryRecords records) {
+    record FetchAnswer(FetchRequestState request, Errors error, LogReadResult read, MemoryRecords records) implements FollowerAnswer<FetchRequestState> {
     }
 
     Cluster(Map<String, Object> config) throws IOException {
@@ -116,7 +117,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     @Override
     protected void start(Broker b, boolean isNew) throws IOException {
         b.online = true;
-        b.incarnation += 1;
+        b.session += 1;
         b.startedMs = time.milliseconds();
         b.fetchOffset = null;
         b.fetchLeader = null;
@@ -251,7 +252,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         Broker l = followedLeader(f, "FETCH-PRE-1");
         refuseOutstandingFetch(f);
         long waitMs = maxWaitMs != null ? maxWaitMs : fetchWaitMs;
-        FetchRequestState request = new FetchRequestState(f, l, f.incarnation, f.fetchOffset,
+        FetchRequestState request = new FetchRequestState(f, l, f.session, f.fetchOffset,
             time.milliseconds() + waitMs, maxRecords);
         FetchAnswer answer = read(request, true);
         boolean immediate = waitMs <= 0 || answer.error() != Errors.NONE || answer.records().sizeInBytes() > 0;
@@ -280,7 +281,8 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         return Math.max(bytes, 1);
     }
 
-    private FetchAnswer read(FetchRequestState request, boolean updateFetchState) throws IOException {
+    @Override
+    protected FetchAnswer read(FetchRequestState request, boolean updateFetchState) throws IOException {
         Broker l = request.leader();
         if (!l.online) {
             return new FetchAnswer(request, Errors.NOT_LEADER_FOR_PARTITION, null, MemoryRecords.EMPTY);
@@ -319,23 +321,13 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
             || localLog(l).logEndOffset() != p.fetchOffset();
     }
 
-    @Override
-    protected FetchAnswer answerParked(FetchRequestState p) throws IOException {
-        return read(p, false);
-    }
-
-    @Override
-    protected boolean sameSession(Broker f, FetchRequestState p) {
-        return f.incarnation == p.incarnation();
-    }
-
     /** ReplicaFetcherThread (0.10.2.2): an answer to another session is dropped; an error changes
      * nothing; OFFSET_OUT_OF_RANGE goes through handleOffsetOutOfRange; data through
      * processPartitionData (Log.append, HW = min(LEO, leader's HW)). */
     @Override
-    protected boolean forCurrentSession(Broker f, FetchAnswer answer) {
+    protected boolean forCurrentFetch(Broker f, FetchAnswer answer) {
         FetchRequestState req = answer.request();
-        return f.incarnation == req.incarnation() && f.fetchOffset != null
+        return f.fetchOffset != null
             && req.leader().name.equals(f.fetchLeader) && f.fetchOffset == req.fetchOffset();
     }
 

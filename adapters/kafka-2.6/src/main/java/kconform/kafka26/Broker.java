@@ -13,8 +13,6 @@ import kconform.adapter.BrokerCore;
  * and Partition (memory) and keeps the directory (disk).
  */
 final class Broker extends BrokerCore<Cluster.FetchRequestState, Cluster.FetchAnswer> {
-    /** Counts starts: a fetcher session (and the answers to it) belongs to one incarnation. */
-    int incarnation;
     LogManager logManager;
     Partition partition;
     OffsetCheckpointFile hwCheckpoint;

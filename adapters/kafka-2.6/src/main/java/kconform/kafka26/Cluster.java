@@ -12,6 +12,7 @@ import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import kconform.adapter.ClusterCore;
+import kconform.adapter.FollowerAnswer;
 import kconform.adapter.FollowerFetch;
 import kconform.adapter.KafkaError;
 import kconform.adapter.LogDirs;
@@ -90,16 +91,16 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     private static final int CONTROLLER_EPOCH = 1;
 
     /** A follower's fetch as the leader received it (FetchRequest.PartitionData and the session). */
-    record FetchRequestState(Broker follower, Broker leader, int incarnation, int requestEpoch, long fetchOffset,
+    record FetchRequestState(Broker follower, Broker leader, long session, int requestEpoch, long fetchOffset,
                              long followerLogStart, long deadlineMs, Integer maxRecords) implements FollowerFetch {
     }
 
     /** The leader's answer: an error, or what Partition.readRecords read. */
-    record FetchAnswer(FetchRequestState request, Errors error, LogReadInfo read, MemoryRecords records) {
+    record FetchAnswer(FetchRequestState request, Errors error, LogReadInfo read, MemoryRecords records) implements FollowerAnswer<FetchRequestState> {
     }
 
     /** The leader's OffsetsForLeaderEpoch answer (requestedEpoch null: the follower has no epoch). */
-    record EpochAnswer(Broker leader, int incarnation, int requestEpoch, Integer requestedEpoch, Errors error,
+    record EpochAnswer(Broker leader, long session, int requestEpoch, Integer requestedEpoch, Errors error,
                        int epoch, long endOffset) {
     }
 
@@ -183,7 +184,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     @Override
     protected void start(Broker b, boolean isNew) throws IOException {
         b.online = true;
-        b.incarnation += 1;
+        b.session += 1;
         b.startedMs = time.milliseconds();
         b.fetchOffset = null;
         b.truncating = false;
@@ -391,7 +392,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         refuseOutstandingFetch(f);
         Log log = f.partition.localLogOrException();
         long waitMs = maxWaitMs != null ? maxWaitMs : fetchWaitMs;
-        FetchRequestState request = new FetchRequestState(f, l, f.incarnation, f.fetchEpoch, f.fetchOffset,
+        FetchRequestState request = new FetchRequestState(f, l, f.session, f.fetchEpoch, f.fetchOffset,
             log.logStartOffset(), time.milliseconds() + waitMs, maxRecords);
         FetchAnswer answer = read(request, true);
         boolean immediate = waitMs <= 0 || answer.error() != Errors.NONE || answer.records().sizeInBytes() > 0;
@@ -418,7 +419,8 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     }
 
     /** ReplicaManager.readFromLocalLog on the leader (and, for a new fetch, updateFollowerFetchState). */
-    private FetchAnswer read(FetchRequestState request, boolean updateFetchState) throws IOException {
+    @Override
+    protected FetchAnswer read(FetchRequestState request, boolean updateFetchState) throws IOException {
         Broker l = request.leader();
         try {
             if (!l.online || l.partition == null) {
@@ -459,16 +461,6 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
             || l.partition.localLogOrException().logEndOffset() != p.fetchOffset();
     }
 
-    @Override
-    protected FetchAnswer answerParked(FetchRequestState p) throws IOException {
-        return read(p, false);
-    }
-
-    @Override
-    protected boolean sameSession(Broker f, FetchRequestState p) {
-        return f.incarnation == p.incarnation();
-    }
-
     /**
      * The follower processes the answer as AbstractFetcherThread.processFetchRequest (2.6.3)
      * does: an answer for another session or fetch offset is dropped; errors change nothing (the
@@ -477,9 +469,9 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
      * leader's HW and maybeIncrementLogStartOffset).
      */
     @Override
-    protected boolean forCurrentSession(Broker f, FetchAnswer answer) {
+    protected boolean forCurrentFetch(Broker f, FetchAnswer answer) {
         FetchRequestState req = answer.request();
-        return f.incarnation == req.incarnation() && f.fetchEpoch == req.requestEpoch()
+        return f.fetchEpoch == req.requestEpoch()
             && req.leader().name.equals(f.fetchLeader) && f.fetchOffset != null && !f.truncating
             && f.fetchOffset == req.fetchOffset();
     }
@@ -542,12 +534,12 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         }
         Option<Object> latest = f.partition.localLogOrException().latestEpoch();
         if (latest.isEmpty()) {
-            f.epochInFlight = new EpochAnswer(l, f.incarnation, f.fetchEpoch, null, Errors.NONE, -1, -1L);
+            f.epochInFlight = new EpochAnswer(l, f.session, f.fetchEpoch, null, Errors.NONE, -1, -1L);
             return;
         }
         int epoch = (Integer) latest.get();
         EpochEndOffset answer = l.partition.lastOffsetForLeaderEpoch(Optional.of(f.fetchEpoch), epoch, true);
-        f.epochInFlight = new EpochAnswer(l, f.incarnation, f.fetchEpoch, epoch, answer.error(),
+        f.epochInFlight = new EpochAnswer(l, f.session, f.fetchEpoch, epoch, answer.error(),
             answer.leaderEpoch(), answer.endOffset());
     }
 
@@ -562,7 +554,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
                 + name);
         }
         f.epochInFlight = null;
-        if (!f.online || f.incarnation != a.incarnation() || f.fetchOffset == null || f.fetchEpoch != a.requestEpoch()
+        if (!f.online || f.session != a.session() || f.fetchOffset == null || f.fetchEpoch != a.requestEpoch()
             || !f.truncating || !a.leader().name.equals(f.fetchLeader)) {
             return; // MSG-DROP-1
         }

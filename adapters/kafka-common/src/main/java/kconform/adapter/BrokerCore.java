@@ -16,6 +16,11 @@ public abstract class BrokerCore<R extends FollowerFetch, A> {
     public final File dir;
     public boolean online = true;
     public long startedMs;
+    /**
+     * Changes at every start: a fetcher session, and the answers to it, belong to one start of
+     * the broker. The 2.x/0.10 lines count starts; the 4.4 line registers it as its broker epoch.
+     */
+    public long session;
 
     /** The fetcher: null = no fetcher for the partition; else where it fetches from next. */
     public Long fetchOffset;

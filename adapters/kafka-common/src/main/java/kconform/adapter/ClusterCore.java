@@ -33,7 +33,8 @@ import java.util.function.ToLongFunction;
  * @param <A> the line's fetch answer
  * @param <T> the line's clock (a ManualClock that implements its Kafka's Time)
  */
-public abstract class ClusterCore<B extends BrokerCore<R, A>, R extends FollowerFetch, A, T extends ManualClock>
+public abstract class ClusterCore<B extends BrokerCore<R, A>, R extends FollowerFetch, A extends FollowerAnswer<R>,
+    T extends ManualClock>
     implements AutoCloseable {
     /** Makes a line's broker; called once per replica by the constructor. */
     @FunctionalInterface
@@ -183,8 +184,9 @@ public abstract class ClusterCore<B extends BrokerCore<R, A>, R extends Follower
     /** The leader the follower's fetcher fetches from (its name), or null when it follows none. */
     protected abstract String leaderFollowed(B f);
 
-    /** The answer is for the follower's current fetcher session and offset (else MSG-DROP-1). */
-    protected abstract boolean forCurrentSession(B f, A answer);
+    /** The answer (to the follower's current session) is for its fetcher's current leader,
+     * epoch and offset (else MSG-DROP-1). */
+    protected abstract boolean forCurrentFetch(B f, A answer);
 
     /** The follower's fetcher processes the answer (AbstractFetcherThread.processFetchRequest). */
     protected abstract void processFetchAnswer(B f, A answer) throws IOException;
@@ -195,11 +197,14 @@ public abstract class ClusterCore<B extends BrokerCore<R, A>, R extends Follower
     /** DelayedFetch's completion check: the parked fetch can be answered now (its leader is online). */
     protected abstract boolean fetchReady(R parked);
 
-    /** DelayedFetch.onComplete: the leader reads again, without updating the follower's state. */
-    protected abstract A answerParked(R parked) throws IOException;
+    /** The leader's read for a follower's fetch (ReplicaManager.readFromLocalLog / Partition's
+     * read); updateFetchState for a new fetch, which records the follower's state. */
+    protected abstract A read(R request, boolean updateFetchState) throws IOException;
 
-    /** The answer still belongs to the follower's fetcher session (the same start of the broker). */
-    protected abstract boolean sameSession(B follower, R request);
+    /** DelayedFetch.onComplete: the leader reads again, without updating the follower's state. */
+    protected A answerParked(R parked) throws IOException {
+        return read(parked, false);
+    }
 
     /** Partition.maybeShrinkIsr on an online broker (the isr-expiration task). */
     protected abstract void shrinkIsr(B b);
@@ -636,7 +641,7 @@ public abstract class ClusterCore<B extends BrokerCore<R, A>, R extends Follower
             throw new Rejected("FETCH-DELIVER-PRE-1", "deliver_fetch: no fetch response is in flight to " + name);
         }
         f.inFlight = null;
-        if (f.online && forCurrentSession(f, answer)) {
+        if (f.online && f.session == answer.request().session() && forCurrentFetch(f, answer)) {
             processFetchAnswer(f, answer);
         }
     }
@@ -695,7 +700,7 @@ public abstract class ClusterCore<B extends BrokerCore<R, A>, R extends Follower
                 f.parked = null;
                 try {
                     A answer = answerParked(p);
-                    if (f.online && sameSession(f, p)) {
+                    if (f.online && f.session == p.session()) {
                         f.inFlight = answer;
                     }
                 } catch (IOException e) {

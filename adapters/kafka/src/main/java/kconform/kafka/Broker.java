@@ -19,7 +19,6 @@ final class Broker extends BrokerCore<Cluster.FetchRequestState, Cluster.FetchAn
     record Proposal(LeaderAndIsr request, CompletableFuture<LeaderAndIsr> answer) {
     }
 
-    long brokerEpoch;
     LogManager logManager;
     Partition partition;
     OffsetCheckpointFile hwCheckpoint;

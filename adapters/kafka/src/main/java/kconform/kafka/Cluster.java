@@ -13,6 +13,7 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import kconform.adapter.ClusterCore;
+import kconform.adapter.FollowerAnswer;
 import kconform.adapter.FollowerFetch;
 import kconform.adapter.KafkaError;
 import kconform.adapter.Registration;
@@ -96,13 +97,13 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     private static final int MAX_BYTES = 1 << 20;
 
     /** A follower's fetch as the leader received it (FetchParams + PartitionData). */
-    record FetchRequestState(Broker follower, Broker leader, long followerEpoch, int requestEpoch,
+    record FetchRequestState(Broker follower, Broker leader, long session, int requestEpoch,
                              FetchParams params, FetchRequest.PartitionData data, long deadlineMs,
                              Integer maxRecords) implements FollowerFetch {
     }
 
     /** The leader's answer: an error, or what Partition.fetchRecords read. */
-    record FetchAnswer(FetchRequestState request, Errors error, LogReadInfo read, MemoryRecords records) {
+    record FetchAnswer(FetchRequestState request, Errors error, LogReadInfo read, MemoryRecords records) implements FollowerAnswer<FetchRequestState> {
     }
 
     Cluster(Map<String, Object> config) throws IOException {
@@ -181,7 +182,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
             if ("leader".equals(b.role)) {
                 givenRemoteLeos((Map<String, Object>) rs.get("remote_leo"), (f, leo) -> b.partition.getReplica(f.id).get()
                     .updateFetchStateOrThrow(new org.apache.kafka.storage.internals.log.LogOffsetMetadata(leo),
-                        0L, time.milliseconds(), log.logEndOffset(), f.brokerEpoch));
+                        0L, time.milliseconds(), log.logEndOffset(), f.session));
             }
         }
     }
@@ -195,7 +196,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
             b.partitionEpoch = -1;
         }
         b.online = true;
-        b.brokerEpoch = b.brokerEpoch == 0 ? 100 + b.id : b.brokerEpoch + 1000;
+        b.session = b.session == 0 ? 100 + b.id : b.session + 1000; // the broker epoch it registers with
         b.startedMs = time.milliseconds();
         b.role = "none";
         b.fetchOffset = null;
@@ -218,7 +219,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
             throw new IOException("LogManager.startup failed for broker " + b.name + ": " + e, e);
         }
         b.hwCheckpoint = new OffsetCheckpointFile(b.hwCheckpointFile(), null);
-        b.partition = new Partition(TP, lagMs, b.id, () -> (Object) b.brokerEpoch, time,
+        b.partition = new Partition(TP, lagMs, b.id, () -> (Object) b.session, time,
             listener(), delayedOperations(), metadataCache(), b.logManager, alterPartitionManager(b),
             Option.apply(TOPIC_ID));
         b.partition.createLogIfNotExists(isNew, false, offsetCheckpoints(b), Option.apply(TOPIC_ID), Option.empty());
@@ -291,7 +292,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
             case "isBrokerFenced" -> Optional.of(!aliveInMetadata((Integer) args[0]));
             case "isBrokerShuttingDown" -> Optional.of(false);
             case "getAliveBrokerEpoch" -> Optional.of(aliveInMetadata((Integer) args[0])
-                ? Optional.of(brokers.get((Integer) args[0]).brokerEpoch) : Optional.empty());
+                ? Optional.of(brokers.get((Integer) args[0]).session) : Optional.empty());
             case "metadataVersion" -> Optional.of(MetadataVersion.latestProduction());
             default -> Optional.empty();
         });
@@ -474,11 +475,11 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         }
         long waitMs = maxWaitMs != null ? maxWaitMs : fetchWaitMs;
         int maxBytes = maxBytesFor(l, f.fetchOffset, maxRecords);
-        FetchParams params = new FetchParams(f.id, f.brokerEpoch, waitMs, 1, maxBytes, FetchIsolation.LOG_END,
+        FetchParams params = new FetchParams(f.id, f.session, waitMs, 1, maxBytes, FetchIsolation.LOG_END,
             Optional.empty());
         FetchRequest.PartitionData data = new FetchRequest.PartitionData(TOPIC_ID, f.fetchOffset,
             log.logStartOffset(), maxBytes, Optional.of(f.leaderEpoch), log.latestEpoch());
-        FetchRequestState request = new FetchRequestState(f, l, f.brokerEpoch, f.leaderEpoch, params, data,
+        FetchRequestState request = new FetchRequestState(f, l, f.session, f.leaderEpoch, params, data,
             time.milliseconds() + waitMs, maxRecords);
         FetchAnswer answer = read(request, true);
         boolean immediate = waitMs <= 0 || answer.error() != Errors.NONE
@@ -521,7 +522,8 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     }
 
     /** Partition.fetchRecords on the leader; an ApiException becomes the error answer. */
-    private FetchAnswer read(FetchRequestState request, boolean updateFetchState) throws IOException {
+    @Override
+    protected FetchAnswer read(FetchRequestState request, boolean updateFetchState) throws IOException {
         Broker l = request.leader();
         try {
             if (!l.online || l.partition == null) {
@@ -569,15 +571,10 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
             FetchRequest.PartitionData data = new FetchRequest.PartitionData(TOPIC_ID,
                 p.data().fetchOffset, p.data().logStartOffset, maxBytes, p.data().currentLeaderEpoch,
                 p.data().lastFetchedEpoch);
-            q = new FetchRequestState(p.follower(), l, p.followerEpoch(), p.requestEpoch(), params, data,
+            q = new FetchRequestState(p.follower(), l, p.session(), p.requestEpoch(), params, data,
                 p.deadlineMs(), p.maxRecords());
         }
         return read(q, false);
-    }
-
-    @Override
-    protected boolean sameSession(Broker f, FetchRequestState p) {
-        return f.brokerEpoch == p.followerEpoch();
     }
 
     /**
@@ -588,9 +585,9 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
      * (appendRecordsToFollowerOrFutureReplica, then the HW and log start from the response).
      */
     @Override
-    protected boolean forCurrentSession(Broker f, FetchAnswer answer) {
+    protected boolean forCurrentFetch(Broker f, FetchAnswer answer) {
         FetchRequestState req = answer.request();
-        return f.brokerEpoch == req.followerEpoch() && f.leaderEpoch == req.requestEpoch()
+        return f.leaderEpoch == req.requestEpoch()
             && req.leader().name.equals(f.leader) && f.fetchOffset != null;
     }
 
