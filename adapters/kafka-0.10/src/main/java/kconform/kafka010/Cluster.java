@@ -115,11 +115,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
 
     /** 0.10's broker has no isNew: a new topic's log is created by getOrCreateReplica. */
     @Override
-    protected void start(Broker b, boolean isNew) throws IOException {
-        b.online = true;
-        b.session += 1;
-        b.startedMs = time.milliseconds();
-        b.fetchOffset = null;
+    protected void startKafka(Broker b, boolean isNew) throws IOException {
         b.fetchLeader = null;
         Files.createDirectories(b.dir.toPath());
         KafkaConfig config = KafkaConfig.fromProps(brokerProps(b));

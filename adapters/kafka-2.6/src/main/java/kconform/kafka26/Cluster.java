@@ -182,12 +182,7 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     }
 
     @Override
-    protected void start(Broker b, boolean isNew) throws IOException {
-        b.online = true;
-        b.session += 1;
-        b.startedMs = time.milliseconds();
-        b.fetchOffset = null;
-        b.truncating = false;
+    protected void startKafka(Broker b, boolean isNew) throws IOException {
         Properties props = topicProps();
         LogConfig logConfig = LogConfig.apply(props, scala.collection.immutable.Set$.MODULE$.empty());
         CleanerConfig cleaner = new CleanerConfig(1, 4L * 1024 * 1024, 0.9d, 1024 * 1024, 32 * 1024 * 1024,

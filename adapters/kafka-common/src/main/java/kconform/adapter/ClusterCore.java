@@ -132,8 +132,24 @@ public abstract class ClusterCore<B extends BrokerCore<R, A>, R extends Follower
     /** The broker goes down: Kafka's objects dropped, its log directory kept. */
     protected abstract void stop(B b);
 
-    /** The broker starts over its log directory: new (a new topic, or a given state) or again after a crash. */
-    protected abstract void start(B b, boolean isNew) throws IOException;
+    /** The broker starts over its log directory: new (a new topic, or a given state) or again
+     * after a crash; online, in a new session, with no fetcher, then its Kafka objects. */
+    protected final void start(B b, boolean isNew) throws IOException {
+        b.online = true;
+        b.session = nextSession(b);
+        b.startedMs = time.milliseconds();
+        b.fetchOffset = null;
+        b.truncating = false;
+        startKafka(b, isNew);
+    }
+
+    /** The session of the broker's next start (the 2.x/0.10 lines count starts). */
+    protected long nextSession(B b) {
+        return b.session + 1;
+    }
+
+    /** The broker's Kafka objects over its log directory (LogManager.startup, the Partition). */
+    protected abstract void startKafka(B b, boolean isNew) throws IOException;
 
     /** The broker handles a controller decision (LeaderAndIsr or metadata) as its Kafka does;
      * isNew for the first one of a new topic. */

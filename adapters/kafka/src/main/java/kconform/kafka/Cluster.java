@@ -190,17 +190,12 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     // ------------------------------------------------------------------ broker life
 
     @Override
-    protected void start(Broker b, boolean isNew) throws IOException {
+    protected void startKafka(Broker b, boolean isNew) throws IOException {
         if (!isNew) {
             b.leaderEpoch = -1; // a restarted broker knows no leader epoch until the controller says
             b.partitionEpoch = -1;
         }
-        b.online = true;
-        b.session = b.session == 0 ? 100 + b.id : b.session + 1000; // the broker epoch it registers with
-        b.startedMs = time.milliseconds();
         b.role = "none";
-        b.fetchOffset = null;
-        b.truncating = false;
         Properties props = new Properties();
         props.put(TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG, Integer.toString(minIsr));
         props.put(TopicConfig.UNCLEAN_LEADER_ELECTION_ENABLE_CONFIG, Boolean.toString(unclean));
@@ -756,6 +751,12 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     }
 
     // ------------------------------------------------------------------ ClusterCore's hooks
+
+    /** The broker epoch it registers with: 100 + id, then 1000 more at each restart. */
+    @Override
+    protected long nextSession(Broker b) {
+        return b.session == 0 ? 100 + b.id : b.session + 1000;
+    }
 
     /** KRaft: an ISR removal writes a new leader epoch only when the leader changes. */
     @Override
