@@ -134,6 +134,37 @@ def test_a_missing_build_names_the_build_command(tmp_path: Path, monkeypatch: py
         kconform.resolve("kafka")
 
 
+ADAPTERS = Path(__file__).resolve().parents[1] / "adapters"
+MAVEN = "{http://maven.apache.org/POM/4.0.0}"
+
+
+def test_every_kafka_adapter_builds_through_the_reactor_with_kafka_common_first() -> None:
+    """adapters/kafka-common holds the version-neutral adapter code once; each line's module
+    depends on it, and its documented command builds it first (-am) through adapters/pom.xml."""
+    from xml.etree import ElementTree
+
+    from conformance.implementations import kafka_lines
+
+    modules = [m.text for m in ElementTree.parse(ADAPTERS / "pom.xml").getroot().iter(f"{MAVEN}module")]
+    folders = ["kafka", *(line.folder for line in kafka_lines.LINES)]
+    assert modules == ["kafka-common", *folders]
+    for folder in folders:
+        pom = ElementTree.parse(ADAPTERS / folder / "pom.xml").getroot()
+        needs = [d.findtext(f"{MAVEN}artifactId") for d in pom.iter(f"{MAVEN}dependency")]
+        assert "kconform-kafka-common" in needs, folder
+    commands = [kafka_impl.BUILD_COMMAND, *(line.build_command for line in kafka_lines.LINES)]
+    assert commands == [f"mvn -q -B -f adapters/pom.xml -pl {f} -am package -DskipTests" for f in folders]
+
+
+def test_a_module_without_the_reactor_says_what_it_needs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kafka_impl, "missing_tools", lambda: [])
+    module = tmp_path / "kafka"
+    module.mkdir()
+    (module / "pom.xml").write_text("<project/>")
+    with pytest.raises(kafka_impl.KafkaAdapterUnavailable, match=r"adapters/kafka-common through adapters/pom\.xml"):
+        kafka_impl.build(module)
+
+
 SETTLED_WITH_KAFKA = (
     "restart-drops-epoch-entry-at-leo/diverging-epoch",  # candidate 1: RESTART-3
     "ctrl-dead-follower-hw-moves-kraft",  # candidate 2: CTRL-FAIL-3

@@ -1,9 +1,11 @@
 """``--impl kafka``: Apache Kafka's own replication code behind the stdio protocol.
 
 The adapter is a Java program in ``adapters/kafka`` (docs/kafka.md) that runs Kafka's
-``Partition`` over a real ``UnifiedLog`` per replica. It is built once with Maven
-(``BUILD_COMMAND``); this module finds the build and starts it, and says the command when
-the build is missing, so a user never gets a bare "java: not found" or a class-path error.
+``Partition`` over a real ``UnifiedLog`` per replica; the version-neutral half of every
+Kafka adapter lives once in ``adapters/kafka-common``, so a module builds through the
+reactor ``adapters/pom.xml`` with common first (``BUILD_COMMAND``). This module finds the
+build and starts it, and says the command when the build is missing, so a user never gets a
+bare "java: not found" or a class-path error.
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ from ..adapters.stdio import StdioAdapter
 ENV_DIR = "KCONFORM_KAFKA_ADAPTER"
 """Overrides where the adapter's Maven project lives (default: ``adapters/kafka`` of this checkout)."""
 
-BUILD_COMMAND = "mvn -q -B -f adapters/kafka/pom.xml package -DskipTests"
+def build_command(folder: str) -> str:
+    """The documented command (from the checkout's root) that builds the adapter module
+    ``adapters/<folder>`` and, first, ``adapters/kafka-common`` it depends on."""
+    return f"mvn -q -B -f adapters/pom.xml -pl {folder} -am package -DskipTests"
+
+
+BUILD_COMMAND = build_command("kafka")
 MAIN_CLASS = "kconform.kafka.Main"
 START_TIMEOUT_S = 120.0
 """A JVM loading Kafka on a loaded two-core machine takes seconds, not milliseconds."""
@@ -55,15 +63,22 @@ def build(directory: Path | None = None) -> None:
 
 def maven_package(d: Path, describes: str, where_hint: str, build_command: str) -> None:
     """``mvn package`` of one Kafka adapter module (this one or an older line's,
-    ``kafka_lines.py``), with an error that names what is missing or the build's last lines."""
+    ``kafka_lines.py``) through the reactor in its parent folder, so ``kafka-common`` builds
+    first; an error names what is missing or gives the build's last lines."""
     missing = missing_tools()
     if missing:
         needs = " and ".join(missing)
         raise KafkaAdapterUnavailable(f"building the {describes} adapter needs {needs} on PATH (JDK 17+, Maven 3.8+)")
     if not (d / "pom.xml").is_file():
         raise KafkaAdapterUnavailable(f"no {describes} adapter project at {d} ({where_hint})")
+    reactor = d.parent / "pom.xml"
+    if not reactor.is_file():
+        raise KafkaAdapterUnavailable(
+            f"no adapters reactor at {reactor}: the {describes} adapter builds with adapters/kafka-common"
+            f" through adapters/pom.xml ({where_hint})"
+        )
     done = subprocess.run(
-        ["mvn", "-q", "-B", "-f", str(d / "pom.xml"), "package", "-DskipTests"],
+        ["mvn", "-q", "-B", "-f", str(reactor), "-pl", d.name, "-am", "package", "-DskipTests"],
         capture_output=True,
         text=True,
         check=False,

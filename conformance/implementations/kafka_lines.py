@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..adapters.stdio import StdioAdapter
-from .kafka import START_TIMEOUT_S, KafkaAdapterUnavailable, maven_package
+from .kafka import START_TIMEOUT_S, KafkaAdapterUnavailable, build_command, maven_package
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class KafkaLine:
     @property
     def build_command(self) -> str:
         """The documented command that builds the module (from the checkout's root)."""
-        return f"mvn -q -B -f adapters/{self.folder}/pom.xml package -DskipTests"
+        return build_command(self.folder)
 
 
 KAFKA_26 = KafkaLine(

@@ -2,19 +2,24 @@ package kconform.kafka26;
 
 import java.io.File;
 import java.io.IOException;
-import java.lang.reflect.Field;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
-import java.util.TreeSet;
+import kconform.adapter.ClusterCore;
+import kconform.adapter.FollowerAnswer;
+import kconform.adapter.FollowerFetch;
+import kconform.adapter.KafkaError;
+import kconform.adapter.LogDirs;
+import kconform.adapter.Registration;
+import kconform.adapter.Rejected;
+import kconform.adapter.ReplicaView;
+import kconform.adapter.Snapshot;
 import kafka.api.ApiVersion;
 import kafka.api.LeaderAndIsr;
 import kafka.cluster.DelayedOperations;
@@ -79,104 +84,41 @@ import scala.jdk.javaapi.CollectionConverters;
  * request per step), the order of the periodic tasks on a tick, and the follower-side
  * control flow of AbstractFetcherThread / ReplicaFetcherThread, rewritten after 2.6.3's.
  */
-final class Cluster implements AutoCloseable {
+final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Cluster.FetchAnswer, ManualTime> {
     static final String TOPIC = "kconform";
     static final TopicPartition TP = new TopicPartition(TOPIC, 0);
     private static final int MAX_BYTES = 1 << 20;
     private static final int CONTROLLER_EPOCH = 1;
 
-    /** A refused step: the precondition of a spec rule does not hold. */
-    static final class Rejected extends Exception {
-        final String rule;
-
-        Rejected(String rule, String reason) {
-            super(reason);
-            this.rule = rule;
-        }
-    }
-
     /** A follower's fetch as the leader received it (FetchRequest.PartitionData and the session). */
-    record FetchRequestState(Broker follower, Broker leader, int incarnation, int requestEpoch, long fetchOffset,
-                             long followerLogStart, long deadlineMs, Integer maxRecords) {
+    record FetchRequestState(Broker follower, Broker leader, long session, int requestEpoch, long fetchOffset,
+                             long followerLogStart, long deadlineMs, Integer maxRecords) implements FollowerFetch {
     }
 
     /** The leader's answer: an error, or what Partition.readRecords read. */
-    record FetchAnswer(FetchRequestState request, Errors error, LogReadInfo read, MemoryRecords records) {
+    record FetchAnswer(FetchRequestState request, Errors error, LogReadInfo read, MemoryRecords records) implements FollowerAnswer<FetchRequestState> {
     }
 
     /** The leader's OffsetsForLeaderEpoch answer (requestedEpoch null: the follower has no epoch). */
-    record EpochAnswer(Broker leader, int incarnation, int requestEpoch, Integer requestedEpoch, Errors error,
+    record EpochAnswer(Broker leader, long session, int requestEpoch, Integer requestedEpoch, Errors error,
                        int epoch, long endOffset) {
     }
 
-    private record PendingProduce(String id, Broker leader, long requiredOffset, long deadlineMs) {
-    }
-
-    private final ManualTime time = new ManualTime();
-    private final File root;
-    private final List<Broker> brokers = new ArrayList<>();
-    private final Map<String, Broker> byName = new LinkedHashMap<>();
-    private final int minIsr;
-    private final boolean unclean;
-    private final long lagMs;
-    private final long checkpointIntervalMs;
-    private final long requestTimeoutMs;
-    private final long fetchWaitMs;
-
-    // The ZooKeeper controller: the partition's znode (leader, leader epoch, ISR, zkVersion).
-    private Integer ctrlLeader;
-    private int ctrlEpoch;
-    private int ctrlZkVersion;
-    private List<Integer> ctrlIsr;
-    private final Set<Integer> down = new TreeSet<>();
-
-    private final Map<String, String> producer = new LinkedHashMap<>();
-    private final List<PendingProduce> pending = new ArrayList<>();
-    private Map<String, Object> epochQuery;
-
     /** A fresh partition, or (protocol 3) the given state of spec/adapter-protocol.md "reset". */
     Cluster(Map<String, Object> config, Map<String, Object> initial) throws IOException {
-        @SuppressWarnings("unchecked")
-        List<String> names = (List<String>) config.get("replicas");
-        minIsr = ((Number) config.get("min_insync_replicas")).intValue();
-        unclean = Boolean.TRUE.equals(config.get("unclean_leader_election"));
-        lagMs = ((Number) config.get("replica_lag_time_max_ms")).longValue();
-        checkpointIntervalMs = ((Number) config.get("replica_high_watermark_checkpoint_interval_ms")).longValue();
-        requestTimeoutMs = ((Number) config.get("request_timeout_ms")).longValue();
-        fetchWaitMs = ((Number) config.get("replica_fetch_wait_max_ms")).longValue();
-        root = Files.createTempDirectory("kconform-kafka26-").toFile();
-        for (int i = 0; i < names.size(); i++) {
-            Broker b = new Broker(names.get(i), i, new File(root, names.get(i)));
-            brokers.add(b);
-            byName.put(b.name, b);
-        }
-        if (initial != null) {
-            fromGiven(initial);
-            return;
-        }
-        String first = (String) config.get("initial_leader");
-        Broker leader = first == null ? brokers.get(0) : broker(first);
-        ctrlLeader = leader.id;
-        ctrlEpoch = 0;
-        ctrlZkVersion = 0;
-        ctrlIsr = new ArrayList<>();
-        for (Broker b : brokers) {
-            ctrlIsr.add(b.id);
-        }
-        for (Broker b : brokers) {
-            start(b, true);
-        }
-        for (Broker b : brokers) {
-            apply(b, registration(), true);
-        }
-        // A new topic's followers start fetching at once: their logs are empty and have no epoch,
-        // so AbstractFetcherThread.maybeTruncate only truncates to the HW (0) locally.
+        super(config, new ManualTime(), "kconform-kafka26-", Broker::new);
+        begin(config, initial);
+    }
+
+    /** A new topic's followers start fetching at once: their logs are empty and have no epoch,
+     * so AbstractFetcherThread.maybeTruncate only truncates to the HW (0) locally. */
+    @Override
+    protected void startedNewPartition() {
         for (Broker b : brokers) {
             if (b.fetchOffset != null && b.truncating && b.partition.localLogOrException().latestEpoch().isEmpty()) {
                 truncateToHighWatermark(b);
             }
         }
-        afterStep();
     }
 
     /**
@@ -186,19 +128,9 @@ final class Cluster implements AutoCloseable {
      * makeLeader / makeFollower with the partition state the broker knows; a leader's view of a
      * follower is set through Replica.updateFetchState.
      */
+    @Override
     @SuppressWarnings("unchecked")
-    private void fromGiven(Map<String, Object> initial) throws IOException {
-        String leaderName = (String) initial.get("leader");
-        ctrlLeader = leaderName == null ? null : broker(leaderName).id;
-        ctrlEpoch = ((Number) initial.get("leader_epoch")).intValue();
-        ctrlZkVersion = ((Number) initial.get("partition_epoch")).intValue();
-        List<String> isrNames = (List<String>) initial.get("isr");
-        ctrlIsr = new ArrayList<>();
-        for (Broker b : brokers) {
-            if (isrNames.contains(b.name)) {
-                ctrlIsr.add(b.id);
-            }
-        }
+    protected void fromGiven(Map<String, Object> initial) throws IOException {
         Map<String, Map<String, Object>> given = (Map<String, Map<String, Object>>) initial.get("replicas");
         for (Broker b : brokers) {
             Map<String, Object> rs = given.get(b.name);
@@ -211,7 +143,7 @@ final class Cluster implements AutoCloseable {
             List<String> records = (List<String>) rs.get("log");
             long offset = logStart;
             for (String r : records) {
-                SimpleRecord record = new SimpleRecord(r.substring(0, r.lastIndexOf('@')).getBytes(StandardCharsets.UTF_8));
+                SimpleRecord record = new SimpleRecord(valueOf(r));
                 log.appendAsFollower(MemoryRecords.withRecords(offset, CompressionType.NONE, epochOf(r), record));
                 offset += 1;
             }
@@ -224,8 +156,8 @@ final class Cluster implements AutoCloseable {
             log.updateHighWatermark(((Number) rs.get("hw")).longValue());
             String knownLeader = (String) rs.get("leader");
             int knownEpoch = ((Number) rs.get("leader_epoch")).intValue();
-            apply(b, new Broker.Registration(knownLeader == null ? null : broker(knownLeader).id, knownEpoch,
-                ctrlZkVersion, List.copyOf(ctrlIsr)), false);
+            apply(b, new Registration(knownLeader == null ? null : broker(knownLeader).id, knownEpoch,
+                ctrlPartitionEpoch, List.copyOf(ctrlIsr)), false);
             if (b.fetchOffset != null) {
                 boolean truncating = "truncating".equals(rs.get("fetch_state"));
                 b.truncating = truncating;
@@ -233,28 +165,11 @@ final class Cluster implements AutoCloseable {
             }
             // makeLeader may have moved the HW (an ISR of one); the given state says where it is.
             log.updateHighWatermark(((Number) rs.get("hw")).longValue());
-            Map<String, Object> remote = (Map<String, Object>) rs.get("remote_leo");
-            if (remote != null && b.partition.isLeader()) {
-                for (Map.Entry<String, Object> e : remote.entrySet()) {
-                    if (e.getValue() == null) {
-                        continue;
-                    }
-                    Broker f = broker(e.getKey());
-                    long leo = ((Number) e.getValue()).longValue();
-                    b.partition.getReplica(f.id).get().updateFetchState(new LogOffsetMetadata(leo, -1L, -1), 0L,
-                        time.milliseconds(), log.logEndOffset());
-                }
+            if (b.partition.isLeader()) {
+                givenRemoteLeos((Map<String, Object>) rs.get("remote_leo"), (f, leo) -> b.partition.getReplica(f.id).get()
+                    .updateFetchState(new LogOffsetMetadata(leo, -1L, -1), 0L, time.milliseconds(), log.logEndOffset()));
             }
         }
-        for (Broker b : brokers) {
-            if (Boolean.FALSE.equals(given.get(b.name).get("online"))) {
-                stop(b);
-            }
-        }
-    }
-
-    private static int epochOf(String record) {
-        return Integer.parseInt(record.substring(record.lastIndexOf('@') + 1));
     }
 
     // ------------------------------------------------------------------ broker life
@@ -266,12 +181,8 @@ final class Cluster implements AutoCloseable {
         return props;
     }
 
-    private void start(Broker b, boolean isNew) throws IOException {
-        b.online = true;
-        b.incarnation += 1;
-        b.startedMs = time.milliseconds();
-        b.fetchOffset = null;
-        b.truncating = false;
+    @Override
+    protected void startKafka(Broker b, boolean isNew) throws IOException {
         Properties props = topicProps();
         LogConfig logConfig = LogConfig.apply(props, scala.collection.immutable.Set$.MODULE$.empty());
         CleanerConfig cleaner = new CleanerConfig(1, 4L * 1024 * 1024, 0.9d, 1024 * 1024, 32 * 1024 * 1024,
@@ -285,43 +196,25 @@ final class Cluster implements AutoCloseable {
         } catch (Exception e) {
             throw new IOException("LogManager.startup failed for broker " + b.name + ": " + e, e);
         }
-        b.hwCheckpoint = new OffsetCheckpointFile(new File(b.dir, "replication-offset-checkpoint"), null);
+        b.hwCheckpoint = new OffsetCheckpointFile(b.hwCheckpointFile(), null);
         b.partition = new Partition(TP, lagMs, ApiVersion.latestVersion(), b.id, time, stateStore(b, props),
             delayedOperations(), new MetadataCache(b.id), b.logManager);
         b.partition.createLogIfNotExists(isNew, false, offsetCheckpoints(b));
     }
 
-    private void stop(Broker b) {
+    @Override
+    protected void stop(Broker b) {
         b.lastSeen = snapshot(b);
         Option<Log> log = b.partition.log();
         if (log.isDefined()) {
             log.get().close(); // no clean-shutdown marker: the next start recovers the log
         }
-        releaseDirLocks(b.logManager);
+        LogDirs.releaseScalaDirLocks(b.logManager);
         b.online = false;
         b.partition = null;
         b.logManager = null;
         b.inbox.clear();
         dropFetcher(b);
-    }
-
-    /** LogManager locks its directory (a file lock, per JVM); a crashed process holds none. */
-    private static void releaseDirLocks(LogManager manager) {
-        try {
-            for (Field f : LogManager.class.getDeclaredFields()) {
-                if (f.getName().endsWith("dirLocks")) {
-                    f.setAccessible(true);
-                    scala.collection.Iterable<?> locks = (scala.collection.Iterable<?>) f.get(manager);
-                    for (Object lock : CollectionConverters.asJava(locks)) {
-                        ((kafka.utils.FileLock) lock).destroy();
-                    }
-                    return;
-                }
-            }
-            throw new IllegalStateException("LogManager has no dirLocks field in this Kafka version");
-        } catch (IllegalAccessException e) {
-            throw new IllegalStateException("cannot release LogManager's directory locks: " + e, e);
-        }
     }
 
     /** ReplicaFetcherManager.removeFetcherForPartitions: the fetcher session ends. */
@@ -332,31 +225,6 @@ final class Cluster implements AutoCloseable {
         b.parked = null;
         b.inFlight = null; // MSG-DROP-1: answers to the old session are dropped
         b.epochInFlight = null;
-    }
-
-    @Override
-    public void close() {
-        for (Broker b : brokers) {
-            if (b.online) {
-                stop(b);
-            }
-        }
-        deleteRecursively(root);
-        // Kafka's gauges hold the closed LogManagers and Partitions; one JVM runs many resets.
-        com.yammer.metrics.core.MetricsRegistry registry = kafka.metrics.KafkaYammerMetrics.defaultRegistry();
-        for (com.yammer.metrics.core.MetricName metric : List.copyOf(registry.allMetrics().keySet())) {
-            registry.removeMetric(metric);
-        }
-    }
-
-    private static void deleteRecursively(File f) {
-        File[] children = f.listFiles();
-        if (children != null) {
-            for (File c : children) {
-                deleteRecursively(c);
-            }
-        }
-        f.delete();
     }
 
     // ------------------------------------------------------------------ Kafka's collaborators
@@ -387,7 +255,7 @@ final class Cluster implements AutoCloseable {
     }
 
     private Option<Object> zkWrite(Broker b, LeaderAndIsr request) {
-        if (!b.online || request.zkVersion() != ctrlZkVersion) {
+        if (!b.online || request.zkVersion() != ctrlPartitionEpoch) {
             return Option.empty();
         }
         List<Integer> isr = new ArrayList<>();
@@ -396,8 +264,8 @@ final class Cluster implements AutoCloseable {
         }
         isr.sort(Comparator.naturalOrder());
         ctrlIsr = isr;
-        ctrlZkVersion += 1;
-        return Option.apply((Object) ctrlZkVersion);
+        ctrlPartitionEpoch += 1;
+        return Option.apply((Object) ctrlPartitionEpoch);
     }
 
     /** Purgatories are the adapter's (pending produces, parked fetches). */
@@ -446,11 +314,7 @@ final class Cluster implements AutoCloseable {
 
     // ------------------------------------------------------------------ controller
 
-    private Broker.Registration registration() {
-        return new Broker.Registration(ctrlLeader, ctrlEpoch, ctrlZkVersion, List.copyOf(ctrlIsr));
-    }
-
-    private LeaderAndIsrPartitionState toKafka(Broker.Registration r, boolean isNew) {
+    private LeaderAndIsrPartitionState toKafka(Registration r, boolean isNew) {
         List<Integer> replicas = new ArrayList<>();
         for (Broker x : brokers) {
             replicas.add(x.id);
@@ -462,7 +326,7 @@ final class Cluster implements AutoCloseable {
             .setLeader(r.leader() == null ? LeaderAndIsr.NoLeader() : r.leader())
             .setLeaderEpoch(r.leaderEpoch())
             .setIsr(new ArrayList<>(r.isr()))
-            .setZkVersion(r.zkVersion())
+            .setZkVersion(r.partitionEpoch())
             .setReplicas(replicas)
             .setAddingReplicas(List.of())
             .setRemovingReplicas(List.of())
@@ -476,7 +340,8 @@ final class Cluster implements AutoCloseable {
      * new fetcher at the HW in Truncating state; when there is no leader, only the log is
      * created and the partition keeps its leader, epoch and fetcher).
      */
-    private void apply(Broker b, Broker.Registration r, boolean isNew) {
+    @Override
+    protected void apply(Broker b, Registration r, boolean isNew) {
         if (!b.online) {
             return;
         }
@@ -501,255 +366,10 @@ final class Cluster implements AutoCloseable {
             // makeFollowers: "cannot become follower since the new leader -1 is unavailable"
             b.partition.createLogIfNotExists(isNew, false, offsetCheckpoints(b));
         }
-        for (PendingProduce p : List.copyOf(pending)) {
-            if (p.leader() == b) {
-                completeIfDone(p);
-            }
-        }
-    }
-
-    /** CTRL-ELECT-5 / LAI-5: every live broker is sent the LeaderAndIsr; those in notify apply
-     * it now (after what is queued for them), the others when deliver_leader_and_isr says. */
-    private void publish(List<String> notify) {
-        Broker.Registration r = registration();
-        for (Broker b : brokers) {
-            if (!b.online) {
-                continue;
-            }
-            if (notify == null || notify.contains(b.name)) {
-                while (!b.inbox.isEmpty()) {
-                    apply(b, b.inbox.poll(), false);
-                }
-                apply(b, r, false);
-            } else {
-                b.inbox.add(r);
-            }
-        }
-    }
-
-    private List<Integer> liveIsr() {
-        List<Integer> out = new ArrayList<>();
-        for (int id : ctrlIsr) {
-            if (brokers.get(id).online) {
-                out.add(id);
-            }
-        }
-        return out;
-    }
-
-    /** OfflinePartitionLeaderElectionStrategy: first live ISR member, else (unclean) first live replica. */
-    private boolean offlineElection() {
-        List<Integer> live = liveIsr();
-        if (!live.isEmpty()) {
-            ctrlLeader = live.get(0);
-            ctrlIsr = live;
-        } else if (unclean && brokers.stream().anyMatch(x -> x.online)) {
-            Broker first = brokers.stream().filter(x -> x.online).findFirst().orElseThrow();
-            ctrlLeader = first.id;
-            ctrlIsr = List.of(first.id);
-        } else {
-            return false;
-        }
-        ctrlEpoch += 1;
-        ctrlZkVersion += 1;
-        return true;
-    }
-
-    /** ReplicaStateMachine.doRemoveReplicasFromIsr (1.1 - 2.6): newLeaderAndIsr, so the leader
-     * epoch goes up even when the leader stays; the last ISR member stays (KAFKA-5642). */
-    private void removeFromIsr(int id) {
-        if (!ctrlIsr.contains(id)) {
-            return;
-        }
-        List<Integer> isr = new ArrayList<>(ctrlIsr);
-        isr.remove(Integer.valueOf(id));
-        if (isr.isEmpty()) {
-            isr = ctrlIsr;
-        }
-        ctrlLeader = ctrlLeader != null && ctrlLeader == id ? null : ctrlLeader;
-        ctrlIsr = isr;
-        ctrlEpoch += 1;
-        ctrlZkVersion += 1;
-    }
-
-    private List<Integer> unhandledFailures() {
-        List<Integer> out = new ArrayList<>();
-        for (Broker b : brokers) {
-            if (!b.online && !down.contains(b.id)) {
-                out.add(b.id);
-            }
-        }
-        return out;
-    }
-
-    /** KafkaController.onBrokerFailure: elect for the partition if its leader died, else remove
-     * the dead from the ISR; one LeaderAndIsr with the result. */
-    private void handleFailures(List<String> notify) {
-        List<Integer> dead = unhandledFailures();
-        int epochBefore = ctrlEpoch;
-        Integer leaderBefore = ctrlLeader;
-        down.addAll(dead);
-        boolean elected = false;
-        if (leaderBefore == null || dead.contains(leaderBefore)) {
-            elected = offlineElection();
-        }
-        if (!elected) {
-            for (int id : dead) {
-                removeFromIsr(id);
-            }
-        }
-        if (ctrlEpoch != epochBefore) {
-            publish(notify);
-        }
-    }
-
-    void elect(String leader, List<String> notify) throws Rejected {
-        if (notify != null) {
-            for (String n : notify) {
-                if (!byName.containsKey(n)) {
-                    throw new Rejected("CTRL-ELECT-5", "elect.notify: unknown replica " + n);
-                }
-            }
-        }
-        if (leader == null) {
-            boolean leaderAlive = ctrlLeader != null && brokers.get(ctrlLeader).online;
-            List<Integer> dead = unhandledFailures();
-            if (ctrlLeader != null && dead.isEmpty() && leaderAlive) {
-                throw new Rejected("CTRL-ELECT-PRE-1", "elect: the leader " + brokers.get(ctrlLeader).name
-                    + " is alive and no broker failure is pending; name a leader for a controlled election");
-            }
-            if (!dead.isEmpty()) {
-                handleFailures(notify);
-                return;
-            }
-            if (offlineElection()) {
-                publish(notify);
-            }
-            return;
-        }
-        Broker x = byName.get(leader);
-        if (x == null) {
-            throw new Rejected("CTRL-ELECT-4", "elect: unknown replica " + leader);
-        }
-        if (!x.online) {
-            throw new Rejected("CTRL-ELECT-4", "elect: replica " + leader + " is offline");
-        }
-        if (!ctrlIsr.contains(x.id)) {
-            throw new Rejected("CTRL-ELECT-4", "elect: replica " + leader + " is not in the ISR");
-        }
-        ctrlLeader = x.id;
-        ctrlEpoch += 1;
-        ctrlZkVersion += 1;
-        publish(notify);
-    }
-
-    void deliverLeaderAndIsr(String name) throws Rejected {
-        Broker b = broker(name);
-        if (b.inbox.isEmpty()) {
-            throw new Rejected("LAI-PRE-1", "deliver_leader_and_isr: none is in flight to " + name);
-        }
-        apply(b, b.inbox.poll(), false);
+        completePendingAt(b);
     }
 
     // ------------------------------------------------------------------ steps
-
-    Broker broker(String name) {
-        Broker b = byName.get(name);
-        if (b == null) {
-            throw new IllegalArgumentException("unknown replica " + name + " (replicas: " + byName.keySet() + ")");
-        }
-        return b;
-    }
-
-    void produce(String id, List<String> values, String acks, String to) throws Rejected {
-        if (producer.containsKey(id)) {
-            throw new Rejected("PRODUCE-PRE-1", "produce id " + id + " was used before");
-        }
-        if (to != null && !byName.containsKey(to)) {
-            throw new Rejected("PRODUCE-PRE-1", "produce.to: unknown replica " + to);
-        }
-        boolean ackAll = "all".equals(acks) || "-1".equals(acks);
-        boolean ack0 = "0".equals(acks);
-        String status;
-        Broker target = to != null ? byName.get(to) : ctrlLeader == null ? null : brokers.get(ctrlLeader);
-        if (target == null) {
-            status = "LEADER_NOT_AVAILABLE";
-        } else if (!target.online) {
-            status = "NETWORK_EXCEPTION";
-        } else {
-            SimpleRecord[] records = values.stream()
-                .map(v -> new SimpleRecord(v.getBytes(StandardCharsets.UTF_8)))
-                .toArray(SimpleRecord[]::new);
-            try {
-                LogAppendInfo info = target.partition.appendRecordsToLeader(
-                    MemoryRecords.withRecords(CompressionType.NONE, records), AppendOrigin.Client$.MODULE$,
-                    ackAll ? -1 : ack0 ? 0 : 1);
-                if (ackAll) {
-                    PendingProduce p = new PendingProduce(id, target, info.lastOffset() + 1,
-                        time.milliseconds() + requestTimeoutMs);
-                    pending.add(p);
-                    producer.put(id, "pending");
-                    completeIfDone(p);
-                    status = producer.get(id);
-                } else {
-                    status = "acked";
-                }
-            } catch (ApiException e) {
-                status = Errors.forException(e).name();
-            }
-        }
-        producer.put(id, ack0 ? "sent" : status);
-    }
-
-    /** DelayedProduce.tryComplete: done when Partition.checkEnoughReplicasReachOffset says so. */
-    private void completeIfDone(PendingProduce p) {
-        if (!pending.contains(p)) {
-            return;
-        }
-        Broker b = p.leader();
-        Errors error;
-        boolean done;
-        if (!b.online || b.partition == null) {
-            error = Errors.NETWORK_EXCEPTION;
-            done = true;
-        } else {
-            Tuple2<Object, Errors> answer = b.partition.checkEnoughReplicasReachOffset(p.requiredOffset());
-            done = (Boolean) answer._1() || answer._2() != Errors.NONE;
-            error = answer._2();
-        }
-        if (done) {
-            pending.remove(p);
-            producer.put(p.id(), error == Errors.NONE ? "acked" : error.name());
-        }
-    }
-
-    private void completeAllPending() {
-        for (PendingProduce p : List.copyOf(pending)) {
-            completeIfDone(p);
-        }
-    }
-
-    /** fetch_round: a fetch, and its delivery when the leader answered at once (FETCH-ROUND-1). */
-    void fetchRound(String name, Long maxWaitMs, Integer maxRecords) throws Rejected, IOException {
-        fetch(name, maxWaitMs, maxRecords);
-        if (broker(name).inFlight != null) {
-            deliverFetch(name);
-        }
-    }
-
-    private Broker fetcherLeader(Broker f, String rule) throws Rejected {
-        if (!f.online) {
-            throw new Rejected(rule, f.name + " is offline");
-        }
-        if (f.fetchOffset == null || f.fetchLeader == null) {
-            throw new Rejected(rule, f.name + " does not follow a leader");
-        }
-        Broker l = byName.get(f.fetchLeader);
-        if (!l.online) {
-            throw new Rejected(rule, f.name + " follows " + f.fetchLeader + ", which is offline");
-        }
-        return l;
-    }
 
     /**
      * The follower's fetcher sends one fetch (ReplicaFetcherThread.buildFetch: fetch offset,
@@ -757,27 +377,21 @@ final class Cluster implements AutoCloseable {
      * does: Partition.readRecords, then Partition.updateFollowerFetchState (the follower's state,
      * the ISR, the HW); answered at once or parked.
      */
-    void fetch(String name, Long maxWaitMs, Integer maxRecords) throws Rejected, IOException {
+    @Override
+    public void fetch(String name, Long maxWaitMs, Integer maxRecords) throws Rejected, IOException {
         Broker f = broker(name);
-        Broker l = fetcherLeader(f, "FETCH-PRE-1");
+        Broker l = followedLeader(f, "FETCH-PRE-1");
         if (f.truncating) {
             throw new Rejected("FETCH-PRE-1", name + " is truncating: it sends OffsetsForLeaderEpoch first");
         }
-        if (f.parked != null || f.inFlight != null) {
-            throw new Rejected("FETCH-PRE-1", name + " already has a fetch outstanding");
-        }
+        refuseOutstandingFetch(f);
         Log log = f.partition.localLogOrException();
         long waitMs = maxWaitMs != null ? maxWaitMs : fetchWaitMs;
-        FetchRequestState request = new FetchRequestState(f, l, f.incarnation, f.fetchEpoch, f.fetchOffset,
+        FetchRequestState request = new FetchRequestState(f, l, f.session, f.fetchEpoch, f.fetchOffset,
             log.logStartOffset(), time.milliseconds() + waitMs, maxRecords);
         FetchAnswer answer = read(request, true);
-        completeAllPending();
         boolean immediate = waitMs <= 0 || answer.error() != Errors.NONE || answer.records().sizeInBytes() > 0;
-        if (immediate) {
-            f.inFlight = answer;
-        } else {
-            f.parked = request; // DelayedFetch in the leader's purgatory
-        }
+        answerOrPark(f, request, answer, immediate);
     }
 
     /**
@@ -792,26 +406,16 @@ final class Cluster implements AutoCloseable {
         if (fetchOffset < log.logStartOffset() || fetchOffset >= log.logEndOffset()) {
             return MAX_BYTES;
         }
-        int bytes = 0;
-        long records = 0;
+        List<Batch> batches = new ArrayList<>();
         for (RecordBatch batch : log.read(fetchOffset, MAX_BYTES, FetchLogEnd$.MODULE$, true).records().batches()) {
-            long n = batch.lastOffset() - Math.max(batch.baseOffset(), fetchOffset) + 1;
-            if (records + n > maxRecords) {
-                if (records < maxRecords) {
-                    throw new IllegalArgumentException("max_records " + maxRecords + " ends inside a batch of " + n
-                        + " records at offset " + (fetchOffset + records) + ": Kafka fetches whole batches"
-                        + " (replica.fetch.max.bytes), so this fetch has no Kafka counterpart");
-                }
-                break;
-            }
-            records += n;
-            bytes += batch.sizeInBytes();
+            batches.add(new Batch(batch.baseOffset(), batch.lastOffset(), batch.sizeInBytes()));
         }
-        return Math.max(bytes, 1);
+        return wholeBatchBytes(fetchOffset, maxRecords, batches, false);
     }
 
     /** ReplicaManager.readFromLocalLog on the leader (and, for a new fetch, updateFollowerFetchState). */
-    private FetchAnswer read(FetchRequestState request, boolean updateFetchState) throws IOException {
+    @Override
+    protected FetchAnswer read(FetchRequestState request, boolean updateFetchState) throws IOException {
         Broker l = request.leader();
         try {
             if (!l.online || l.partition == null) {
@@ -844,33 +448,12 @@ final class Cluster implements AutoCloseable {
      * leader's LEO moved from the fetch offset, when it no longer leads at the request's epoch
      * (fetchOffsetSnapshot fences it, cases A and E), or at the deadline; onComplete reads again
      * without updating the follower's state. */
-    private void completeParked(boolean deadlinesOnly) {
-        for (Broker f : brokers) {
-            FetchRequestState p = f.parked;
-            if (p == null) {
-                continue;
-            }
-            Broker l = p.leader();
-            if (!l.online) {
-                f.parked = null; // the leader's purgatory is gone with it
-                continue;
-            }
-            boolean due = time.milliseconds() >= p.deadlineMs();
-            boolean ready = !deadlinesOnly && (l.partition == null || !l.partition.isLeader()
-                || l.partition.getLeaderEpoch() != p.requestEpoch()
-                || l.partition.localLogOrException().logEndOffset() != p.fetchOffset());
-            if (due || ready) {
-                f.parked = null;
-                try {
-                    FetchAnswer answer = read(p, false);
-                    if (f.online && f.incarnation == p.incarnation()) {
-                        f.inFlight = answer;
-                    }
-                } catch (IOException e) {
-                    throw new IllegalStateException("reading the leader's log failed: " + e, e);
-                }
-            }
-        }
+    @Override
+    protected boolean fetchReady(FetchRequestState p) {
+        Broker l = p.leader();
+        return l.partition == null || !l.partition.isLeader()
+            || l.partition.getLeaderEpoch() != p.requestEpoch()
+            || l.partition.localLogOrException().logEndOffset() != p.fetchOffset();
     }
 
     /**
@@ -880,25 +463,24 @@ final class Cluster implements AutoCloseable {
      * ReplicaFetcherThread.processPartitionData (append, then Log.updateHighWatermark with the
      * leader's HW and maybeIncrementLogStartOffset).
      */
-    void deliverFetch(String name) throws Rejected, IOException {
-        Broker f = broker(name);
-        FetchAnswer answer = f.inFlight;
-        if (answer == null) {
-            throw new Rejected("FETCH-DELIVER-PRE-1", "deliver_fetch: no fetch response is in flight to " + name);
-        }
-        f.inFlight = null;
+    @Override
+    protected boolean forCurrentFetch(Broker f, FetchAnswer answer) {
         FetchRequestState req = answer.request();
-        if (!f.online || f.incarnation != req.incarnation() || f.fetchEpoch != req.requestEpoch()
-            || !req.leader().name.equals(f.fetchLeader) || f.fetchOffset == null || f.truncating
-            || f.fetchOffset != req.fetchOffset()) {
-            return; // MSG-DROP-1: the fetcher session that asked is gone
-        }
+        return f.fetchEpoch == req.requestEpoch()
+            && req.leader().name.equals(f.fetchLeader) && f.fetchOffset != null && !f.truncating
+            && f.fetchOffset == req.fetchOffset();
+    }
+
+    @Override
+    protected void processFetchAnswer(Broker f, FetchAnswer answer) throws IOException {
+        FetchRequestState req = answer.request();
         Broker l = req.leader();
         Log log = f.partition.localLogOrException();
         if (answer.error() == Errors.OFFSET_OUT_OF_RANGE) {
             if (l.online && l.partition != null && l.partition.isLeader()
                 && l.partition.getLeaderEpoch() == f.fetchEpoch) {
-                outOfRange(f, l, log);
+                Log leaderLog = l.partition.localLogOrException();
+                fetchOffsetAndTruncate(f, log.logEndOffset(), leaderLog.logStartOffset(), leaderLog.logEndOffset());
             }
             return;
         }
@@ -919,21 +501,14 @@ final class Cluster implements AutoCloseable {
         }
     }
 
-    /** AbstractFetcherThread.fetchOffsetAndTruncate, the leader's ListOffsets (LATEST, EARLIEST) folded in. */
-    private void outOfRange(Broker f, Broker l, Log log) {
-        Log leaderLog = l.partition.localLogOrException();
-        long replicaEnd = log.logEndOffset();
-        long leaderEnd = leaderLog.logEndOffset();
-        if (leaderEnd < replicaEnd) {
-            f.partition.truncateTo(leaderEnd, false);
-            f.fetchOffset = leaderEnd;
-            return;
-        }
-        long leaderStart = leaderLog.logStartOffset();
-        if (leaderStart > replicaEnd) {
-            f.partition.truncateFullyAndStartAt(leaderStart, false);
-        }
-        f.fetchOffset = Math.max(leaderStart, replicaEnd);
+    @Override
+    protected void truncateTo(Broker f, long offset) {
+        f.partition.truncateTo(offset, false);
+    }
+
+    @Override
+    protected void truncateFullyAndStartAt(Broker f, long offset) {
+        f.partition.truncateFullyAndStartAt(offset, false);
     }
 
     /**
@@ -945,7 +520,7 @@ final class Cluster implements AutoCloseable {
      */
     void epochRequest(String name) throws Rejected {
         Broker f = broker(name);
-        Broker l = fetcherLeader(f, "EPOCH-PRE-1");
+        Broker l = followedLeader(f, "EPOCH-PRE-1");
         if (!f.truncating) {
             throw new Rejected("EPOCH-PRE-1", name + " is not truncating");
         }
@@ -954,12 +529,12 @@ final class Cluster implements AutoCloseable {
         }
         Option<Object> latest = f.partition.localLogOrException().latestEpoch();
         if (latest.isEmpty()) {
-            f.epochInFlight = new EpochAnswer(l, f.incarnation, f.fetchEpoch, null, Errors.NONE, -1, -1L);
+            f.epochInFlight = new EpochAnswer(l, f.session, f.fetchEpoch, null, Errors.NONE, -1, -1L);
             return;
         }
         int epoch = (Integer) latest.get();
         EpochEndOffset answer = l.partition.lastOffsetForLeaderEpoch(Optional.of(f.fetchEpoch), epoch, true);
-        f.epochInFlight = new EpochAnswer(l, f.incarnation, f.fetchEpoch, epoch, answer.error(),
+        f.epochInFlight = new EpochAnswer(l, f.session, f.fetchEpoch, epoch, answer.error(),
             answer.leaderEpoch(), answer.endOffset());
     }
 
@@ -974,7 +549,7 @@ final class Cluster implements AutoCloseable {
                 + name);
         }
         f.epochInFlight = null;
-        if (!f.online || f.incarnation != a.incarnation() || f.fetchOffset == null || f.fetchEpoch != a.requestEpoch()
+        if (!f.online || f.session != a.session() || f.fetchOffset == null || f.fetchEpoch != a.requestEpoch()
             || !f.truncating || !a.leader().name.equals(f.fetchLeader)) {
             return; // MSG-DROP-1
         }
@@ -1023,42 +598,8 @@ final class Cluster implements AutoCloseable {
         f.truncating = false;
     }
 
-    void isrExpiration(String name) throws Rejected {
-        Broker b = broker(name);
-        if (!b.online) {
-            throw new Rejected("ISR-SHRINK-PRE-1", name + " is offline");
-        }
-        b.partition.maybeShrinkIsr();
-        completeAllPending();
-    }
-
-    void crash(String name) throws Rejected {
-        Broker b = broker(name);
-        if (!b.online) {
-            throw new Rejected("CRASH-PRE-1", name + " is already offline");
-        }
-        stop(b);
-        completeAllPending(); // PRODUCE-6: NETWORK_EXCEPTION for those waiting at b
-    }
-
-    void restart(String name) throws Rejected, IOException {
-        Broker b = broker(name);
-        if (b.online) {
-            throw new Rejected("RESTART-PRE-1", name + " is online");
-        }
-        if (!down.contains(b.id) && ctrlLeader != null && ctrlLeader == b.id) {
-            handleFailures(null); // RESTART-2: KIP-380, onBrokerFailure before onBrokerStartup
-        }
-        down.remove(b.id);
-        start(b, false);
-        apply(b, registration(), false); // onBrokerStartup: LeaderAndIsr for its replicas
-    }
-
-    void epochQuery(String name, int epoch, Integer currentLeaderEpoch) throws Rejected {
-        Broker b = broker(name);
-        if (!b.online) {
-            throw new Rejected("EPOCH-QUERY-PRE-1", name + " is offline");
-        }
+    @Override
+    protected EpochEnd lastOffsetForLeaderEpoch(Broker b, int epoch, Integer currentLeaderEpoch) {
         // the broker's request path reads the wire's current leader epoch as
         // OffsetsForLeaderEpochRequest does in 2.6 (RequestUtils.getLeaderEpoch over the
         // struct): -1 (RecordBatch.NO_PARTITION_LEADER_EPOCH) is "none", no fencing
@@ -1066,104 +607,25 @@ final class Cluster implements AutoCloseable {
                 || currentLeaderEpoch == org.apache.kafka.common.record.RecordBatch.NO_PARTITION_LEADER_EPOCH
             ? Optional.empty()
             : Optional.of(currentLeaderEpoch);
-        EpochEndOffset answer = b.partition.lastOffsetForLeaderEpoch(current, epoch,
-            true);
-        Map<String, Object> q = new LinkedHashMap<>();
-        q.put("replica", name);
-        q.put("requested_epoch", epoch);
+        EpochEndOffset answer = b.partition.lastOffsetForLeaderEpoch(current, epoch, true);
         Errors error = answer.error();
-        q.put("error", error == Errors.NONE ? null : error.name());
-        q.put("leader_epoch", error == Errors.NONE ? answer.leaderEpoch() : -1);
-        q.put("end_offset", error == Errors.NONE ? answer.endOffset() : -1L);
-        epochQuery = q;
+        return new EpochEnd(error == Errors.NONE ? null : error.name(), answer.leaderEpoch(), answer.endOffset());
     }
 
     // ------------------------------------------------------------------ time
 
-    private record Timer(long atMs, int order, Runnable action) {
-    }
-
-    /** TICK-1: parked-fetch and produce deadlines, then isr-expiration runs (every
-     * replica.lag.time.max.ms / 2 from the broker's start, ReplicaManager.startup), then HW
-     * checkpoints (every replica.high.watermark.checkpoint.interval.ms), in time order. */
-    void tick(long ms) {
-        long from = time.milliseconds();
-        long to = from + ms;
-        List<Timer> timers = new ArrayList<>();
-        for (PendingProduce p : pending) {
-            if (p.deadlineMs() > from && p.deadlineMs() <= to) {
-                timers.add(new Timer(p.deadlineMs(), 1, () -> {
-                    if (pending.remove(p)) {
-                        producer.put(p.id(), Errors.REQUEST_TIMED_OUT.name());
-                    }
-                }));
-            }
-        }
-        for (Broker f : brokers) {
-            FetchRequestState p = f.parked;
-            if (p != null && p.deadlineMs() > from && p.deadlineMs() <= to) {
-                timers.add(new Timer(p.deadlineMs(), 0, () -> completeParked(true)));
-            }
-        }
-        for (Broker b : brokers) {
-            if (!b.online) {
-                continue;
-            }
-            addPeriodic(timers, b.startedMs, lagMs / 2, from, to, 2, () -> {
-                if (b.online) {
-                    b.partition.maybeShrinkIsr();
-                }
-            });
-            if (checkpointIntervalMs > 0) {
-                addPeriodic(timers, b.startedMs, checkpointIntervalMs, from, to, 3, () -> checkpoint(b));
-            }
-        }
-        timers.sort(Comparator.comparingLong(Timer::atMs).thenComparingInt(Timer::order));
-        for (Timer t : timers) {
-            time.set(t.atMs());
-            t.action().run();
-            completeAllPending();
-        }
-        time.set(to);
-    }
-
-    private static void addPeriodic(List<Timer> out, long startMs, long periodMs, long from, long to, int order,
-                                    Runnable action) {
-        if (periodMs <= 0) {
-            return;
-        }
-        long k = Math.max(1, (from - startMs) / periodMs + 1);
-        for (long at = startMs + k * periodMs; at <= to; at += periodMs) {
-            if (at > from) {
-                out.add(new Timer(at, order, action));
-            }
-        }
-    }
-
     /** ReplicaManager.checkpointHighWatermarks for this broker's one partition. */
-    private void checkpoint(Broker b) {
+    @Override
+    protected void checkpoint(Broker b) {
         if (!b.online || b.partition == null || b.partition.log().isEmpty()) {
             return;
         }
         writeCheckpoint(b, b.partition.log().get().highWatermark());
     }
 
-    /** After every step: parked fetches and waiting produces that can complete do; CKPT-1. */
-    void afterStep() {
-        completeParked(false);
-        completeAllPending();
-        if (checkpointIntervalMs == 0) {
-            for (Broker b : brokers) {
-                if (b.online && b.partition.log().isDefined() && b.partition.log().get().highWatermark() != readCheckpoint(b)) {
-                    checkpoint(b);
-                }
-            }
-        }
-    }
-
     // ------------------------------------------------------------------ observation
 
-    private Broker.Snapshot snapshot(Broker b) {
+    private Snapshot snapshot(Broker b) {
         Log log = b.partition.localLogOrException();
         List<String> records = new ArrayList<>();
         long offset = log.logStartOffset();
@@ -1172,10 +634,7 @@ final class Cluster implements AutoCloseable {
             long before = offset;
             for (RecordBatch batch : info.records().batches()) {
                 for (Record record : batch) {
-                    ByteBuffer v = record.value();
-                    byte[] bytes = new byte[v.remaining()];
-                    v.get(bytes);
-                    records.add(new String(bytes, StandardCharsets.UTF_8) + "@" + batch.partitionLeaderEpoch());
+                    records.add(recordText(record.value(), batch.partitionLeaderEpoch()));
                     offset = record.offset() + 1;
                 }
             }
@@ -1189,69 +648,80 @@ final class Cluster implements AutoCloseable {
         }
         Option<Object> leaderId = b.partition.leaderReplicaIdOpt();
         String leader = leaderId.isDefined() ? brokers.get((Integer) leaderId.get()).name : null;
-        return new Broker.Snapshot(records, log.logStartOffset(), log.logEndOffset(), log.highWatermark(), cache,
+        return new Snapshot(records, log.logStartOffset(), log.logEndOffset(), log.highWatermark(), cache,
             leader, b.partition.getLeaderEpoch());
     }
 
-    Map<String, Object> observe() {
-        Map<String, Object> out = new LinkedHashMap<>();
-        out.put("clock_ms", time.milliseconds() - ManualTime.ORIGIN_MS);
-        out.put("leader", ctrlLeader == null ? null : brokers.get(ctrlLeader).name);
-        out.put("leader_epoch", ctrlEpoch);
-        List<String> isr = new ArrayList<>();
-        for (Broker b : brokers) {
-            if (ctrlIsr.contains(b.id)) {
-                isr.add(b.name);
-            }
-        }
-        out.put("isr", isr);
-        out.put("partition_epoch", ctrlZkVersion);
-        Map<String, Object> replicas = new LinkedHashMap<>();
-        for (Broker b : brokers) {
-            replicas.put(b.name, observe(b));
-        }
-        out.put("replicas", replicas);
-        out.put("producer", new LinkedHashMap<>(producer));
-        out.put("epoch_query", epochQuery);
-        return out;
-    }
-
-    private Map<String, Object> observe(Broker b) {
-        Map<String, Object> r = new LinkedHashMap<>();
-        Broker.Snapshot s = b.online ? snapshot(b) : b.lastSeen;
-        String role = !b.online ? "none" : b.partition.isLeader() ? "leader" : b.fetchOffset != null ? "follower" : "none";
-        r.put("online", b.online);
-        r.put("role", role);
-        r.put("leader", s.leader());
-        r.put("leader_epoch", s.leaderEpoch());
-        r.put("leo", s.leo());
-        r.put("hw", s.hw()); // offline: the HW it had (memory), as the reference shows it
-        r.put("checkpoint_hw", readCheckpoint(b));
-        r.put("log", s.log());
-        r.put("epoch_cache", s.epochCache());
-        r.put("fetch_state", b.online && b.truncating && b.fetchOffset != null ? "truncating" : "fetching");
-        r.put("log_start", s.logStart());
-        if (b.online && b.partition.isLeader()) {
-            Map<String, Object> remote = new LinkedHashMap<>();
-            for (Broker other : brokers) {
-                if (other == b) {
-                    continue;
-                }
-                Option<Replica> replica = b.partition.getReplica(other.id);
-                long leo = replica.isDefined() ? replica.get().logEndOffset() : -1L;
-                remote.put(other.name, leo < 0 ? null : leo);
-            }
-            r.put("remote_leo", remote);
-        }
-        return r;
-    }
-
-    private long readCheckpoint(Broker b) {
-        File file = new File(b.dir, "replication-offset-checkpoint");
-        if (!file.exists()) {
-            return 0L;
-        }
+    @Override
+    protected long readHwCheckpoint(File file) {
         Option<Object> hw = new OffsetCheckpointFile(file, null).read().get(TP);
         return hw.isDefined() ? (Long) hw.get() : 0L;
+    }
+
+    // ------------------------------------------------------------------ ClusterCore's hooks
+
+    @Override
+    protected long appendAsLeader(Broker leader, List<String> values, int requiredAcks) throws KafkaError {
+        SimpleRecord[] records = values.stream()
+            .map(v -> new SimpleRecord(v.getBytes(StandardCharsets.UTF_8)))
+            .toArray(SimpleRecord[]::new);
+        try {
+            LogAppendInfo info = leader.partition.appendRecordsToLeader(
+                MemoryRecords.withRecords(CompressionType.NONE, records), AppendOrigin.Client$.MODULE$, requiredAcks);
+            return info.lastOffset() + 1;
+        } catch (ApiException e) {
+            throw new KafkaError(Errors.forException(e).name());
+        }
+    }
+
+    @Override
+    protected String ackOutcome(Broker leader, long requiredOffset) {
+        Tuple2<Object, Errors> answer = leader.partition.checkEnoughReplicasReachOffset(requiredOffset);
+        return ackOutcome((Boolean) answer._1(), answer._2() == Errors.NONE ? null : answer._2().name());
+    }
+
+    @Override
+    protected void shrinkIsr(Broker b) {
+        b.partition.maybeShrinkIsr();
+    }
+
+    @Override
+    protected boolean checkpointBehind(Broker b) {
+        return b.partition.log().isDefined() && b.partition.log().get().highWatermark() != checkpointedHw(b);
+    }
+
+    @Override
+    protected ReplicaView view(Broker b) {
+        Snapshot s = b.online ? snapshot(b) : b.lastSeen;
+        String role = !b.online ? "none" : b.partition.isLeader() ? "leader" : b.fetchOffset != null ? "follower" : "none";
+        Map<String, Object> remote = null;
+        if (b.online && b.partition.isLeader()) {
+            remote = remoteLeos(b, other -> {
+                Option<Replica> replica = b.partition.getReplica(other.id);
+                return replica.isDefined() ? replica.get().logEndOffset() : -1L;
+            });
+        }
+        String fetchState = b.online && b.truncating && b.fetchOffset != null ? "truncating" : "fetching";
+        return new ReplicaView(b.online, role, s.leader(), s.leaderEpoch(), s.leo(), s.hw(), checkpointedHw(b), s.log(),
+            s.epochCache(), fetchState, s.logStart(), remote);
+    }
+
+    @Override
+    protected void observeMore(Map<String, Object> out) {
+        out.put("epoch_query", epochQuery);
+    }
+
+    /** Kafka's gauges hold the closed LogManagers and Partitions; one JVM runs many resets. */
+    @Override
+    protected void releaseGlobals() {
+        com.yammer.metrics.core.MetricsRegistry registry = kafka.metrics.KafkaYammerMetrics.defaultRegistry();
+        for (com.yammer.metrics.core.MetricName metric : List.copyOf(registry.allMetrics().keySet())) {
+            registry.removeMetric(metric);
+        }
+    }
+
+    @Override
+    protected String leaderFollowed(Broker f) {
+        return f.fetchLeader;
     }
 }

@@ -1,9 +1,9 @@
 package kconform.kafka26;
 
-import java.util.concurrent.Delayed;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import kafka.utils.Scheduler;
+import kconform.adapter.NeverFuture;
 import scala.Function0;
 import scala.runtime.BoxedUnit;
 
@@ -30,43 +30,5 @@ final class NoopScheduler implements Scheduler {
     @Override
     public ScheduledFuture<?> schedule(String name, Function0<BoxedUnit> fun, long delay, long period, TimeUnit unit) {
         return new NeverFuture();
-    }
-
-    /** The handle of a task that never runs. */
-    private static final class NeverFuture implements ScheduledFuture<Object> {
-        @Override
-        public long getDelay(TimeUnit unit) {
-            return Long.MAX_VALUE;
-        }
-
-        @Override
-        public int compareTo(Delayed other) {
-            return 0;
-        }
-
-        @Override
-        public boolean cancel(boolean mayInterruptIfRunning) {
-            return true;
-        }
-
-        @Override
-        public boolean isCancelled() {
-            return true;
-        }
-
-        @Override
-        public boolean isDone() {
-            return true;
-        }
-
-        @Override
-        public Object get() {
-            return null;
-        }
-
-        @Override
-        public Object get(long timeout, TimeUnit unit) {
-            return null;
-        }
     }
 }

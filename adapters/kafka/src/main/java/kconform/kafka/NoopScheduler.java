@@ -1,8 +1,7 @@
 package kconform.kafka;
 
-import java.util.concurrent.Delayed;
 import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
+import kconform.adapter.NeverFuture;
 import org.apache.kafka.server.util.Scheduler;
 
 /**
@@ -10,7 +9,7 @@ import org.apache.kafka.server.util.Scheduler;
  * producer-id expiry, asynchronous segment deletion) are not part of the replication
  * protocol kconform checks, and a real thread would make runs non-deterministic. The
  * periodic tasks that are part of it (ISR expiry, the HW checkpoint) are fired by the
- * adapter at the times ReplicaManager would schedule them (see Cluster.tick).
+ * adapter at the times ReplicaManager would schedule them (see ClusterCore.tick).
  */
 final class NoopScheduler implements Scheduler {
     @Override
@@ -28,43 +27,5 @@ final class NoopScheduler implements Scheduler {
 
     @Override
     public void resizeThreadPool(int newSize) {
-    }
-
-    /** The handle of a task that never runs. */
-    private static final class NeverFuture implements ScheduledFuture<Object> {
-        @Override
-        public long getDelay(TimeUnit unit) {
-            return Long.MAX_VALUE;
-        }
-
-        @Override
-        public int compareTo(Delayed other) {
-            return 0;
-        }
-
-        @Override
-        public boolean cancel(boolean mayInterruptIfRunning) {
-            return true;
-        }
-
-        @Override
-        public boolean isCancelled() {
-            return true;
-        }
-
-        @Override
-        public boolean isDone() {
-            return true;
-        }
-
-        @Override
-        public Object get() {
-            return null;
-        }
-
-        @Override
-        public Object get(long timeout, TimeUnit unit) {
-            return null;
-        }
     }
 }
