@@ -51,7 +51,8 @@ def fetch_refused(
 ) -> StepRejected | None:
     """FETCH-PRE-1: only a live follower of a live leader, done truncating, with no fetch
     outstanding, sends a fetch."""
-    if (why := _not_following(s, replica_id, "fetch")) is not None:
+    why = _not_following(s, replica_id, "fetch")
+    if why is not None:
         return StepRejected("FETCH-PRE-1", why)
     if s.replicas[s.config.position[replica_id]].fetch_state is TRUNCATING:
         return StepRejected(
@@ -168,7 +169,8 @@ def epoch_request_refused(s: Readable, replica_id: str) -> StepRejected | None:
             f"epoch_request: OffsetsForLeaderEpoch is sent only under leader-epoch "
             f"(this partition runs {s.config.generation.value})",
         )
-    if (why := _not_following(s, replica_id, "epoch_request")) is not None:
+    why = _not_following(s, replica_id, "epoch_request")
+    if why is not None:
         return StepRejected("EPOCH-PRE-1", why)
     if s.replicas[s.config.position[replica_id]].fetch_state is not TRUNCATING:
         return StepRejected("EPOCH-PRE-1", f"epoch_request: replica {replica_id} is not truncating")
