@@ -95,9 +95,15 @@ class StdioAdapter(Adapter):
 
     @staticmethod
     def _pump_stderr(proc: subprocess.Popen[bytes], tail: deque[str]) -> None:
+        """Keep the last lines the process wrote to stderr (for error messages), until it
+        ends or ``close`` closes the pipe under this thread (then there is nothing more to
+        keep: the ValueError or OSError of reading a closed file ends the thread quietly)."""
         assert proc.stderr is not None
-        for line in proc.stderr:
-            tail.append(line.decode("utf-8", "replace").rstrip("\n"))
+        try:
+            for line in proc.stderr:
+                tail.append(line.decode("utf-8", "replace").rstrip("\n"))
+        except (ValueError, OSError):
+            return
 
     def _read_line(self, timeout_s: float) -> bytes | None:
         """The next line of the process's output (without its newline); None at its end.
@@ -134,6 +140,9 @@ class StdioAdapter(Adapter):
             proc.wait(timeout=5)
         except (OSError, subprocess.TimeoutExpired):
             pass
+        pump = getattr(self, "_stderr_pump", None)
+        if pump is not None and pump is not threading.current_thread():
+            pump.join(timeout=1)  # the process is gone: its stderr ends, and the pump with it
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             try:
                 if stream is not None:
