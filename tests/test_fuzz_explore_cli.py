@@ -53,6 +53,30 @@ def test_fuzz_json_states_the_verdict_and_the_failures(capsys: pytest.CaptureFix
     assert code == 0 and json.loads(out)["verdict"] == "met"
 
 
+def test_fuzz_runs_a_generation_the_implementation_implements(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Without --generation, fuzz takes leader-epoch, or else the implementation's first; a
+    generation it does not implement is refused at once (every run would be skipped)."""
+    code, out, _ = _run(
+        capsys,
+        "fuzz",
+        "--impl",
+        "reference-hw-truncation",
+        "--examples",
+        5,
+        "--seed",
+        1,
+        "--json",
+        "--witness",
+        tmp_path / "w.yaml",
+    )
+    doc = json.loads(out)
+    assert code == 0 and doc["generation"] == "hw-truncation" and doc["runs"] == 5 and doc["verdict"] == "met"
+    code, _, err = _run(capsys, "fuzz", "--impl", "reference-hw-truncation", "--generation", "leader-epoch")
+    assert code == 2 and "does not implement leader-epoch (it implements hw-truncation)" in err
+
+
 def test_explore_json_per_generation(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, out, _ = _run(
         capsys,

@@ -27,7 +27,10 @@ def register(sub: Any) -> None:
     )
     fz.add_argument("--impl", required=True, metavar="SPEC", help="the implementation (as for run --impl)")
     fz.add_argument(
-        "--generation", default="leader-epoch", choices=GENERATIONS, help="protocol generation (default: leader-epoch)"
+        "--generation",
+        default=None,
+        choices=GENERATIONS,
+        help="protocol generation (default: leader-epoch, or the first the implementation implements)",
     )
     fz.add_argument(
         "--examples",
@@ -85,14 +88,21 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     except UnknownImplementation as exc:
         fail(str(exc))
     ignore = known_differences(args.expectations or [], args.impl, adapter)
-    generation = Generation(args.generation)
     if args.examples is None:
         args.examples = 1000 if args.level == "safety" else 100
     progress = RateProgress(args.examples, "runs", sys.stderr, enabled=not args.no_progress and not args.json)
     try:
-        adapter.describe()
+        implemented = adapter.describe().generations
     except AdapterError as exc:
         fail(f"implementation {args.impl!r} cannot start: {exc.message}\n{exc.detail}")
+    if args.generation is None:
+        args.generation = "leader-epoch" if "leader-epoch" in implemented or not implemented else implemented[0]
+    elif implemented and args.generation not in implemented:
+        fail(
+            f"implementation {args.impl!r} does not implement {args.generation} (it implements "
+            f"{', '.join(implemented)}): every run would be skipped; name one of those with --generation"
+        )
+    generation = Generation(args.generation)
     try:
         report = fuzz_all(
             adapter,
