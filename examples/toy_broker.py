@@ -81,6 +81,8 @@ class Broker:
         f.answer, f.waiting = (self.log[offset:end], self.hw), None
 
     def fetch(self, name: str, max_records: int | None) -> None:
+        if name == self.leader:  # FETCH-PRE-1: the leader has no fetcher
+            raise NotAllowed(f"{name} leads: only a follower fetches")
         f = self.followers[name]
         if f.waiting or f.answer:
             raise NotAllowed(f"{name} already has a fetch outstanding")

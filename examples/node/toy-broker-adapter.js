@@ -30,6 +30,7 @@ function step(s) {
       if (w.offset < broker.logs[broker.leader].length) answer(f, w.offset, w.max);
     }
   } else if (s.kind === "fetch_round") {
+    if (s.replica === broker.leader) return { reason: `${s.replica} leads: only a follower fetches` };
     if (broker.waiting[s.replica]) return { reason: `${s.replica} already has a fetch outstanding` };
     const offset = broker.logs[s.replica].length;
     if (offset < broker.logs[broker.leader].length) answer(s.replica, offset, s.max_records);
