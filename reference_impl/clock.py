@@ -81,14 +81,22 @@ def _checkpoint_runs(d: Draft, after: int, before: int, inclusive: bool) -> None
 
 
 def tick(d: Draft, ms: int) -> None:
-    """TICK-1: advance the clock by ``ms``, firing due timers in time order."""
+    """TICK-1: advance the clock by ``ms``, firing due timers in time order.
+
+    A timer fires once, at its deadline: the loop looks for deadlines in ``(cursor, end]``
+    only. Every deadline lies ahead of the clock when it is set (a positive wait or
+    timeout) and a timer that fires is removed, so in the reference none is ever left at
+    or before the cursor; a timer whose effect is skipped (a knockout of FETCH-PARK-3 or
+    PRODUCE-7) then stays, never firing, instead of being found due for ever."""
     end = d.clock_ms + ms
     cursor = d.clock_ms
     d.fired.append("TICK-1")
     while True:
-        candidates = [p.deadline_ms for p in d.parked_fetches if p.deadline_ms <= end] if d.parked_fetches else []
+        candidates = (
+            [p.deadline_ms for p in d.parked_fetches if cursor < p.deadline_ms <= end] if d.parked_fetches else []
+        )
         if d.pending_produces:
-            candidates += [p.deadline_ms for p in d.pending_produces if p.deadline_ms <= end]
+            candidates += [p.deadline_ms for p in d.pending_produces if cursor < p.deadline_ms <= end]
         isr_run = _next_isr_check(d, cursor, end)
         if isr_run is not None:
             candidates.append(isr_run)
@@ -96,12 +104,12 @@ def tick(d: Draft, ms: int) -> None:
             _checkpoint_runs(d, cursor, end, inclusive=True)
             d.clock_ms = end
             return
-        t = max(min(candidates), cursor)
+        t = min(candidates)
         _checkpoint_runs(d, cursor, t, inclusive=False)
         d.clock_ms = t
-        for parked in [p for p in d.parked_fetches if p.deadline_ms <= t]:
+        for parked in [p for p in d.parked_fetches if p.deadline_ms == t]:
             complete_parked_fetch(d, parked, "FETCH-PARK-3")
-        for pending in [p for p in d.pending_produces if p.deadline_ms <= t]:
+        for pending in [p for p in d.pending_produces if p.deadline_ms == t]:
             expire_produce(d, pending)
         if isr_run == t:
             for leader in tuple(d.replicas):

@@ -50,6 +50,9 @@ class Verdict:
     kills: list[Kill] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     """Fixtures the member could not run (an exception: a bug in the member, not a kill)."""
+    errored: list[Kill] = field(default_factory=list)
+    """The same cases as ``errors``, where they stopped (a rule knockout counts them as
+    detections, ``knockout_sweep``; a zoo member's error stays a bug in the member)."""
     seconds: float = 0.0
 
     @property
@@ -156,6 +159,7 @@ def judge(member: Member, fixtures: Sequence[Fixture], traces: dict[str, Any], l
             verdict.kills.append(_kill(result, by_id[result.fixture]))
         elif result.outcome == "errored":
             verdict.errors.append(f"{result.fixture}: {result.reason}")
+            verdict.errored.append(_kill(result, by_id[result.fixture]))
     verdict.seconds = time.perf_counter() - started
     return verdict
 
