@@ -31,6 +31,7 @@ import __future__
 import ast
 import copy
 import importlib
+import inspect
 import io
 import re
 import signal
@@ -143,7 +144,14 @@ _HARNESS_LABEL = (
     "one, so no suite states that refusal (the toy broker of docs/adapters.md does not refuse one)"
 )
 
+_LAST_EPOCH_SENT_ONLY_WHERE_CARRIED = (
+    "the follower sends its last fetched epoch only where the generation carries it (follower.send_fetch, "
+    "profile.fetch_carries_last_epoch; send_fetch is handle_fetch's only caller), so with the generation test "
+    "forced the 'is not None' test it keeps is false exactly where the forced one was"
+)
+
 EQUIVALENT: dict[str, str] = {
+    "FETCH-LEADER-2:guard-on:leader_fetch.handle_fetch:1": _LAST_EPOCH_SENT_ONLY_WHERE_CARRIED,
     "PRODUCE-PRE-1:skip:producer.produce:1": _HARNESS_LABEL,
     "PRODUCE-PRE-1:guard-off:producer.produce:1": _HARNESS_LABEL,
     "FOLLOWER-OOR-1:guard-off:follower._handle_out_of_range:2": _OOR_INSIDE,
@@ -487,13 +495,14 @@ def _conjuncts(test: ast.expr) -> list[ast.expr]:
     return [test]
 
 
-def _is_existence_check(test: ast.expr, body: _Body | None) -> bool:
+def _is_existence_check(test: ast.expr, body: _Body | None, module: str = "") -> bool:
     """``x is not None`` beside other conditions (``body`` None: the others are the rule's
     condition, this one the type's), or alone where ``body`` dereferences ``x`` (unpacks
-    it, compares or adds it, reads an attribute or an item of it): forcing it on would read
-    a value that is not there, which no implementation can do (it raises on the first step
-    that gets there). Alone and only passed on (``answer(error=error)``), forcing it is a
-    mutant of its own (every answer an error answer)."""
+    it, compares or adds it, reads an attribute or an item of it, or passes it to a
+    function of the reference whose parameter does not take None): forcing it on would
+    read a value that is not there, which no implementation can do (it raises on the first
+    step that gets there). Alone and only passed on where None is a value
+    (``answer(error=error)``), forcing it is a mutant of its own (every answer an error answer)."""
     if not (
         isinstance(test, ast.Compare)
         and len(test.ops) == 1
@@ -507,9 +516,44 @@ def _is_existence_check(test: ast.expr, body: _Body | None) -> bool:
     checked = ast.dump(test.left)
     for stmt in body:
         for node in ast.walk(stmt):
-            if _dereferences(node, checked):
+            if _dereferences(node, checked) or _passed_where_none_is_not_taken(node, checked, module):
                 return True
     return False
+
+
+def _passed_where_none_is_not_taken(node: ast.AST, checked: str, module: str) -> bool:
+    """Whether ``node`` calls a function of the reference with the expression dumped as
+    ``checked`` for a parameter annotated without None (``leader_id: str``)."""
+    if not isinstance(node, ast.Call) or not module:
+        return False
+    callee: Any = importlib.import_module(f"reference_impl.{module}")
+    for name in _dotted(node.func):
+        callee = getattr(callee, name, None)
+    if not callable(callee) or not str(getattr(callee, "__module__", "")).startswith("reference_impl"):
+        return False
+    try:
+        parameters = list(inspect.signature(callee).parameters.values())
+    except (TypeError, ValueError):  # pragma: no cover - a builtin
+        return False
+    passed = [(parameters[i] if i < len(parameters) else None, a) for i, a in enumerate(node.args)]
+    by_name = {p.name: p for p in parameters}
+    passed += [(by_name.get(k.arg or ""), k.value) for k in node.keywords]
+    return any(
+        parameter is not None
+        and ast.dump(argument) == checked
+        and parameter.annotation is not inspect.Parameter.empty
+        and "None" not in str(parameter.annotation)
+        for parameter, argument in passed
+    )
+
+
+def _dotted(func: ast.expr) -> list[str]:
+    """``a.b.c`` as ``["a", "b", "c"]`` (a name no module has for a call of anything else)."""
+    names: list[str] = []
+    while isinstance(func, ast.Attribute):
+        names.insert(0, func.attr)
+        func = func.value
+    return [func.id, *names] if isinstance(func, ast.Name) else ["<call>"]
 
 
 def _dereferences(node: ast.AST, checked: str) -> bool:
@@ -546,7 +590,8 @@ def _guard(function: ast.AST, site: Site, on: bool) -> tuple[int, Turn | None]:
             if taken:
                 # the body may read what the test checks exists: those checks stay
                 tests = _conjuncts(parent.test)
-                checks = [c for c in tests if _is_existence_check(c, parent.body if len(tests) == 1 else None)]
+                alone = parent.body if len(tests) == 1 else None
+                checks = [c for c in tests if _is_existence_check(c, alone, site.module)]
                 if checks and len(checks) == len(tests):
                     return 0, None  # nothing but existence checks: no slip forces one
                 if checks:
