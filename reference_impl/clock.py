@@ -83,20 +83,21 @@ def _checkpoint_runs(d: Draft, after: int, before: int, inclusive: bool) -> None
 def tick(d: Draft, ms: int) -> None:
     """TICK-1: advance the clock by ``ms``, firing due timers in time order.
 
-    A timer fires once, at its deadline: the loop looks for deadlines in ``(cursor, end]``
-    only. Every deadline lies ahead of the clock when it is set (a positive wait or
-    timeout) and a timer that fires is removed, so in the reference none is ever left at
-    or before the cursor; a timer whose effect is skipped (a knockout of FETCH-PARK-3 or
-    PRODUCE-7) then stays, never firing, instead of being found due for ever."""
+    A timer fires once: each pass looks for deadlines after the last time it fired
+    (``fired``; at first, from the current time on). In the reference a timer that fires is
+    removed, so this is every timer due by ``end``; a timer whose effect is skipped (a
+    knockout of FETCH-PARK-3 or PRODUCE-7) then stays, unfired, instead of being found
+    due for ever."""
     end = d.clock_ms + ms
     cursor = d.clock_ms
+    fired = cursor - 1
     d.fired.append("TICK-1")
     while True:
         candidates = (
-            [p.deadline_ms for p in d.parked_fetches if cursor < p.deadline_ms <= end] if d.parked_fetches else []
+            [p.deadline_ms for p in d.parked_fetches if fired < p.deadline_ms <= end] if d.parked_fetches else []
         )
         if d.pending_produces:
-            candidates += [p.deadline_ms for p in d.pending_produces if cursor < p.deadline_ms <= end]
+            candidates += [p.deadline_ms for p in d.pending_produces if fired < p.deadline_ms <= end]
         isr_run = _next_isr_check(d, cursor, end)
         if isr_run is not None:
             candidates.append(isr_run)
@@ -104,12 +105,12 @@ def tick(d: Draft, ms: int) -> None:
             _checkpoint_runs(d, cursor, end, inclusive=True)
             d.clock_ms = end
             return
-        t = min(candidates)
+        t = max(min(candidates), cursor)
         _checkpoint_runs(d, cursor, t, inclusive=False)
         d.clock_ms = t
-        for parked in [p for p in d.parked_fetches if p.deadline_ms == t]:
+        for parked in [p for p in d.parked_fetches if fired < p.deadline_ms <= t]:
             complete_parked_fetch(d, parked, "FETCH-PARK-3")
-        for pending in [p for p in d.pending_produces if p.deadline_ms == t]:
+        for pending in [p for p in d.pending_produces if fired < p.deadline_ms <= t]:
             expire_produce(d, pending)
         if isr_run == t:
             for leader in tuple(d.replicas):
@@ -117,4 +118,4 @@ def tick(d: Draft, ms: int) -> None:
                     maybe_shrink_isr(d, leader.id)
         # Checkpoint runs at exactly t come after the events of t.
         _checkpoint_runs(d, t - 1, t, inclusive=True)
-        cursor = t
+        cursor = fired = t
