@@ -97,8 +97,13 @@ def _killed_by(v: KnockoutVerdict) -> str:
 
 
 def _first_error(v: KnockoutVerdict) -> str:
-    reason = v.errored[0].reason if v.errored else (v.searched[0].reason if v.searched else "")
-    return reason.splitlines()[0][:100] if reason else ""
+    """The first case it errors on, and what it raised (the error without its location)."""
+    first = v.errored[0] if v.errored else (v.searched[0] if v.searched else None)
+    if first is None:
+        return ""
+    reason = first.reason.splitlines()[0] if first.reason else ""
+    raised = reason[reason.index("raised") :] if "raised" in reason else reason
+    return f"{first.fixture} step {first.step}: {raised[:100]}"
 
 
 def summary(sweep: Sweep) -> str:
