@@ -16,8 +16,9 @@ records, sometimes sent to a named broker; fetch with ``max_records`` 1 or ``max
 fetch wait, of half the lag, of exactly lag - 1, lag and lag + 1 ms, of the checkpoint
 interval and of the request timeout; elections notifying only a subset of the brokers (the
 rest stay in flight); crashes losing an unflushed tail (``unflushed_from``); consumes at
-any offset up to past the leader's LEO; epoch queries for any epoch up to one past the
-controller's, with or without a current leader epoch; whole rounds (``fetch_round``,
+any offset up to past the leader's LEO; epoch queries for any epoch from -1 (undefined) to
+one past the controller's, with or without a current leader epoch (-1 too); refused steps
+drawn kind first, half of them repeating the step just taken when it is refused now; whole rounds (``fetch_round``,
 ``epoch_round``) as well as their split steps. Two combined steps: ``fetch_all`` (every follower
 that may fetch does, once) and ``deliver_all`` (every fetch answer in flight arrives), the
 chains that move the high watermark. A step kind the reference gains later is drawn with
