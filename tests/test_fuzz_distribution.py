@@ -334,6 +334,7 @@ def test_runs_start_from_drawn_states_too() -> None:
     assert any(g["replicas"][g["leader"]]["hw"] > 0 for g in led)
     assert any(g["replicas"][g["leader"]]["log_start"] > 0 for g in led)  # records gone below it
     assert len(led) < len(starts)  # and some without a leader (a handled failure, no election yet)
+    assert any(not r["online"] for _, g in starts for r in g["replicas"].values())  # a follower down
     # under the epoch generations the reference keeps its invariants from every drawn start
     for config, given in starts:
         if config.generation is Generation.HW_TRUNCATION:

@@ -191,6 +191,8 @@ INITIAL_ONE_IN = 3
 
 LEADERLESS_ONE_IN = 8
 """One drawn start in LEADERLESS_ONE_IN has no leader (``draw_initial``)."""
+DOWN_ONE_IN = 6
+"""In a drawn start each follower is down (its failure not handled yet) one time in DOWN_ONE_IN."""
 
 
 def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN) -> dict[str, Any] | None:
@@ -204,6 +206,7 @@ def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN)
     offset: what a deposed leader keeps; such a follower is outside the ISR and, under
     leader-epoch, still truncating); the ISR is the leader and some followers, the HW at
     most what they all share; sometimes the leader's log starts above 0 (at most its HW);
+    a follower is down now and then (``DOWN_ONE_IN``: crashed, its failure not handled yet);
     one time in ``LEADERLESS_ONE_IN`` nobody leads (the leader's failure handled, no
     election since: a fenced ISR member's removal without a leader, CTRL-FAIL-2/3, starts
     there). A drawn state the model refuses (INIT-1..5) is dropped for the empty start."""
@@ -291,6 +294,11 @@ def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN)
         "isr": [r for r in config.replicas if r in isr],
         "replicas": replicas,
     }
+    for name in followers:
+        if chooser.integer(1, DOWN_ONE_IN) == 1:
+            # a broker down whose failure the controller has not handled yet (the next
+            # election handles it, CTRL-FAIL-*; a restart brings it back, RESTART-*)
+            replicas[name]["online"] = False
     if chooser.integer(1, LEADERLESS_ONE_IN) == 1:
         # no leader: the controller handled the leader's failure and has not elected since
         # (the brokers are up again, nobody leads; the next election picks from the ISR)
