@@ -64,7 +64,7 @@ WEIGHTS: dict[str, int] = {
     "deliver_alter_partition": 5,
     "isr_expiration": 2,
     "epoch_query": 2,
-    "heartbeat_lapse": 1,
+    "heartbeat_lapse": 2,
     "consume": 3,
     "elect": 3,
     "restart": 3,
@@ -189,7 +189,7 @@ INITIAL_ONE_IN = 3
 """One run in INITIAL_ONE_IN starts from a drawn state (``draw_initial``)."""
 
 
-LEADERLESS_ONE_IN = 8
+LEADERLESS_ONE_IN = 5
 """One drawn start in LEADERLESS_ONE_IN has no leader (``draw_initial``)."""
 DOWN_ONE_IN = 6
 """In a drawn start each follower is down (its failure not handled yet) one time in DOWN_ONE_IN."""
@@ -231,6 +231,7 @@ def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN)
     """Follower -> how many of the leader's records it holds: its HW is at most that (an HW
     never covers a record the leader did not send it)."""
     isr, shared = [leader], len(leader_log)
+    leftovers = 1 if config.unclean_leader_election else 3
     for name in config.replicas:
         if name == leader:
             continue
@@ -249,9 +250,10 @@ def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN)
             diverged.append(k)
             if profile.asks_epoch_before_fetch:
                 replica["fetch_state"] = "truncating"
-        elif not profile.keeps_epoch_cache and k == len(leader_log) and chooser.integer(0, 3) == 0:
+        elif not profile.keeps_epoch_cache and k == len(leader_log) and chooser.integer(0, leftovers) == 0:
             # hw-truncation: records past the leader's log end (an unclean election's or a
-            # power failure's leftovers): its next fetch is out of range above (FOLLOWER-OOR-1/2)
+            # power failure's leftovers, so more often where unclean election is on): its
+            # next fetch is out of range above (FOLLOWER-OOR-1/2)
             replica["log"] += [f"x{name}{i}@{chooser.integer(0, epoch)}" for i in range(chooser.integer(1, 2))]
         elif chooser.integer(0, 1):
             isr.append(name)
@@ -515,7 +517,7 @@ def vary(chooser: Chooser, state: State, step: Step, refused: bool = True) -> St
         top = max(r.leo for r in state.replicas)
         return Consume(offset=chooser.integer(0, top + 1) if chooser.integer(0, 2) == 0 else 0)
     if isinstance(step, Elect):
-        if chooser.integer(0, 2):
+        if chooser.integer(0, 1):
             return step
         notify = tuple(r for r in config.replicas if chooser.integer(0, 1))
         return replace(step, notify=notify)
