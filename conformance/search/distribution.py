@@ -450,7 +450,8 @@ def draw_steps(
     does not is drawn with its defaults). ``refused``: also draw steps that are not enabled.
     ``previous``: the step taken last; half the refused steps drawn repeat it when it is
     refused now (a second request while the first is in flight, a restart of a broker just
-    restarted: the duplicate an implementation forgets to refuse)."""
+    restarted: the duplicate an implementation forgets to refuse). The others are drawn
+    half uniformly among the refused steps, half kind first."""
     by_kind = enabled_by_kind(state, lower)
     kinds = [k for k in by_kind if weights.get(k, OTHER_WEIGHT) > 0]
     if refused and weights.get(REFUSED, OTHER_WEIGHT) > 0:
@@ -463,8 +464,10 @@ def draw_steps(
         again = [o for o in others if previous is not None and _same_request(o, previous)]
         if again and chooser.integer(0, 1) == 0:
             return [pick(chooser, again)]
+        if others and chooser.integer(0, 1) == 0:
+            return [pick(chooser, others)]
         if others:
-            # a kind first, then one of its refused steps, as for the enabled ones: a
+            # or a kind first, then one of its refused steps, as for the enabled ones: a
             # refusal of a rarely refused kind (a second fetch in flight) is not drowned
             # by the many refusals of another (every replica's deliveries with nothing in flight)
             kinds_refused = list(dict.fromkeys(step.kind for step in others))

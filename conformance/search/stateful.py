@@ -70,7 +70,7 @@ WITNESSES = 3
 """Failing runs shrunk per kind of failure; the shortest witness is kept."""
 INVARIANT_WITNESSES = 10
 """Runs shrunk per invariant the reference breaks (cheap: the reference alone is replayed)."""
-INITIAL_ONE_IN = 2
+INITIAL_ONE_IN = 3
 """One run in INITIAL_ONE_IN starts from a drawn state (``distribution.draw_initial``: a
 log start above a follower's LEO, a deposed leader's tail, ...), as the corpus generator's
 traces do, on an implementation that can start from one (capability ``initial_state``)."""
