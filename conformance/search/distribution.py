@@ -69,7 +69,7 @@ WEIGHTS: dict[str, int] = {
     "elect": 3,
     "restart": 3,
     "crash": 2,
-    "refused": 2,
+    "refused": 4,
 }
 """Default relative weight of each step kind (and combined step) among the enabled ones:
 replication chains (fetch, deliver, produce) dominate, crashes and elections are rarer.
@@ -189,10 +189,10 @@ INITIAL_ONE_IN = 3
 """One run in INITIAL_ONE_IN starts from a drawn state (``draw_initial``)."""
 
 
-LEADERLESS_ONE_IN = 5
+LEADERLESS_ONE_IN = 8
 """One drawn start in LEADERLESS_ONE_IN has no leader (``draw_initial``)."""
 DOWN_ONE_IN = 6
-"""In a drawn start each follower is down (its failure not handled yet) one time in DOWN_ONE_IN."""
+"""One drawn start in DOWN_ONE_IN has a follower down (its failure not handled yet)."""
 
 
 def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN) -> dict[str, Any] | None:
@@ -206,7 +206,7 @@ def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN)
     offset: what a deposed leader keeps; such a follower is outside the ISR and, under
     leader-epoch, still truncating); the ISR is the leader and some followers, the HW at
     most what they all share; sometimes the leader's log starts above 0 (at most its HW);
-    a follower is down now and then (``DOWN_ONE_IN``: crashed, its failure not handled yet);
+    one start in ``DOWN_ONE_IN`` has a follower down (crashed, its failure not handled yet);
     one time in ``LEADERLESS_ONE_IN`` nobody leads (the leader's failure handled, no
     election since: a fenced ISR member's removal without a leader, CTRL-FAIL-2/3, starts
     there). A drawn state the model refuses (INIT-1..5) is dropped for the empty start."""
@@ -296,11 +296,10 @@ def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN)
         "isr": [r for r in config.replicas if r in isr],
         "replicas": replicas,
     }
-    for name in followers:
-        if chooser.integer(1, DOWN_ONE_IN) == 1:
-            # a broker down whose failure the controller has not handled yet (the next
-            # election handles it, CTRL-FAIL-*; a restart brings it back, RESTART-*)
-            replicas[name]["online"] = False
+    if followers and chooser.integer(1, DOWN_ONE_IN) == 1:
+        # a broker down whose failure the controller has not handled yet (the next
+        # election handles it, CTRL-FAIL-*; a restart brings it back, RESTART-*)
+        replicas[pick(chooser, followers)]["online"] = False
     if chooser.integer(1, LEADERLESS_ONE_IN) == 1:
         # no leader: the controller handled the leader's failure and has not elected since
         # (the brokers are up again, nobody leads; the next election picks from the ISR)
