@@ -519,7 +519,7 @@ def vary(chooser: Chooser, state: State, step: Step, refused: bool = True) -> St
         top = max(r.leo for r in state.replicas)
         return Consume(offset=chooser.integer(0, top + 1) if chooser.integer(0, 2) == 0 else 0)
     if isinstance(step, Elect):
-        if chooser.integer(0, 1):
+        if chooser.integer(0, 2):
             return step
         notify = tuple(r for r in config.replicas if chooser.integer(0, 1))
         return replace(step, notify=notify)
