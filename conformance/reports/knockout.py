@@ -2,8 +2,9 @@
 
 Terminal: each rule's status (killed, survived, equivalent, errored, no knockout), its
 knockouts killed, the fewest fixture cases killing one of them in a generation where the
-rule applies, and the fixtures that kill; then the survivors, the rules killed by fewer
-than two cases, and the totals. HTML adds the matrix itself: a row per rule, a column per
+rule applies, and the fixtures that kill; then the survivors, the knockouts killed only by
+cases they error on ("killed by N (M by error)"), the rules killed by fewer than two
+cases, and the totals. HTML adds the matrix itself: a row per rule, a column per
 fixture file, and in each cell the generations (H, L, D) whose case kills a knockout of
 the rule. The HTML reuses the results report's style (``reports/html.py``).
 """

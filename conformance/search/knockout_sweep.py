@@ -183,8 +183,8 @@ class Sweep:
 
     @property
     def ok(self) -> bool:
-        """No knockout survives (one that only crashes or hangs is listed, not a failure:
-        its change broke the reference's own code, and a run shows it as errored)."""
+        """No knockout survives (one killed by error counts as killed; one left ``errored``,
+        with nothing but uncounted errors, is listed, not a failure)."""
         return not any(v.status == "survived" for v in self.verdicts)
 
     def to_dict(self) -> dict[str, Any]:
