@@ -394,7 +394,8 @@ def test_fuzz_runs_start_from_drawn_states_and_replay_from_them(tmp_path: Path) 
     from conformance.search.knockout import knockouts, member
 
     (skipped,) = [k for k in knockouts(["LOG-START-3"]) if k.operator == "skip"]
-    report = fuzz_all(member(skipped, 0).build(), Generation.HW_TRUNCATION, examples=100, seed=1, stop_at_first=True)
+    # seed 0: the sweep's seed (4 of seeds 0-5 find it in 100 runs)
+    report = fuzz_all(member(skipped, 0).build(), Generation.HW_TRUNCATION, examples=100, seed=0, stop_at_first=True)
     assert report.failures and report.failures[0].trace.initial is not None
     witness = tmp_path / "witness.yaml"
     witness.write_text(witness_fixture(report.failures[0].trace, "w"), encoding="utf-8")
