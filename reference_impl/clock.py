@@ -81,14 +81,23 @@ def _checkpoint_runs(d: Draft, after: int, before: int, inclusive: bool) -> None
 
 
 def tick(d: Draft, ms: int) -> None:
-    """TICK-1: advance the clock by ``ms``, firing due timers in time order."""
+    """TICK-1: advance the clock by ``ms``, firing due timers in time order.
+
+    A timer fires once: each pass looks for deadlines after the last time it fired
+    (``fired``; at first, from the current time on). In the reference a timer that fires is
+    removed, so this is every timer due by ``end``; a timer whose effect is skipped (a
+    knockout of FETCH-PARK-3 or PRODUCE-7) then stays, unfired, instead of being found
+    due for ever."""
     end = d.clock_ms + ms
     cursor = d.clock_ms
+    fired = cursor - 1
     d.fired.append("TICK-1")
     while True:
-        candidates = [p.deadline_ms for p in d.parked_fetches if p.deadline_ms <= end] if d.parked_fetches else []
+        candidates = (
+            [p.deadline_ms for p in d.parked_fetches if fired < p.deadline_ms <= end] if d.parked_fetches else []
+        )
         if d.pending_produces:
-            candidates += [p.deadline_ms for p in d.pending_produces if p.deadline_ms <= end]
+            candidates += [p.deadline_ms for p in d.pending_produces if fired < p.deadline_ms <= end]
         isr_run = _next_isr_check(d, cursor, end)
         if isr_run is not None:
             candidates.append(isr_run)
@@ -99,9 +108,9 @@ def tick(d: Draft, ms: int) -> None:
         t = max(min(candidates), cursor)
         _checkpoint_runs(d, cursor, t, inclusive=False)
         d.clock_ms = t
-        for parked in [p for p in d.parked_fetches if p.deadline_ms <= t]:
+        for parked in [p for p in d.parked_fetches if fired < p.deadline_ms <= t]:
             complete_parked_fetch(d, parked, "FETCH-PARK-3")
-        for pending in [p for p in d.pending_produces if p.deadline_ms <= t]:
+        for pending in [p for p in d.pending_produces if fired < p.deadline_ms <= t]:
             expire_produce(d, pending)
         if isr_run == t:
             for leader in tuple(d.replicas):
@@ -109,4 +118,4 @@ def tick(d: Draft, ms: int) -> None:
                     maybe_shrink_isr(d, leader.id)
         # Checkpoint runs at exactly t come after the events of t.
         _checkpoint_runs(d, t - 1, t, inclusive=True)
-        cursor = t
+        cursor = fired = t

@@ -64,7 +64,7 @@ def end_offset_for(cache: EpochCache, requested_epoch: int | None, log_end_offse
         return UNDEFINED_EPOCH, UNDEFINED_OFFSET
     if cache[-1][0] == requested_epoch:
         return requested_epoch, log_end_offset
-    # epochs strictly increase along a cache (EPOCH-CACHE-1): the first entry above the
+    # epochs strictly increase along a cache (assign keeps them so): the first entry above the
     # requested epoch is found by a binary search, and the floor is the one before it
     above = bisect_right(cache, requested_epoch, key=_epoch)
     if above == len(cache):

@@ -178,13 +178,15 @@ def _acked_not_lost_among(
     """The violations among ``records``; remembers the lost ones, the leader's log and
     ``top``, the highest committed offset (all of ``records`` when None)."""
     log = state.replica(leader_id).log
-    leo = len(log)
+    leo, start = len(log), state.replica(leader_id).log_start
     lost = []
     out = []
     highest = -1
     for offset, value, epoch in records:
         if offset > highest:
             highest = offset
+        if offset < start:
+            continue  # below the log start: deleted by retention, not lost (as SAFE-ACKED)
         if offset < leo:
             record = log[offset]
             if record.value == value and record.epoch == epoch:

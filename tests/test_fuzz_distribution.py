@@ -113,6 +113,36 @@ def test_steps_reach_the_corners_of_the_issue() -> None:
     assert seen["acks all"] + seen["acks 1"] + seen["acks 0"] > 5 * seen["unflushed tail"]
 
 
+def test_fields_over_their_range_and_refusals_by_kind_and_repeated() -> None:
+    """Epoch queries ask for and carry -1, the wire's undefined epoch (EPOCH-QUERY-3); a
+    refused step is drawn kind first (a rare refusal is not drowned by every replica's
+    deliveries with nothing in flight), and half the time repeats the step just taken
+    when that is refused now (a second epoch request while the first is in flight)."""
+    from conformance.search.distribution import COMBINED, refused_steps
+    from reference_impl import STEP_TYPES
+    from reference_impl.steps import EpochQuery, EpochRequest
+
+    only_refused = {**dict.fromkeys([*STEP_TYPES, *COMBINED], 0), "refused": 1}
+
+    chooser = RandomChooser(random.Random(3))
+    config = Config(replicas=("A", "B", "C"), generation=Generation.LEADER_EPOCH)
+    state = initial_state(config)
+    queries = [vary(chooser, state, EpochQuery(replica="A", epoch=0)) for _ in range(200)]
+    assert {q.epoch for q in queries} >= {-1, 0, 1} and -1 in {q.current_leader_epoch for q in queries}
+    kinds = Counter(s.kind for _ in range(600) for s in draw_steps(chooser, state, only_refused))
+    assert len(kinds) >= 4 and max(kinds.values()) < 600 / 2  # no kind drowns the others
+    # a follower truncating after the first election asks for its epoch: asking again is refused
+    state = apply(apply(state, Produce(values=("v1",))), Elect(leader="B"))
+    asks = [s for s in refused_steps(state) if isinstance(s, EpochRequest)]
+    truncating = next(r.id for r in state.replicas if r.fetch_state.value == "truncating")
+    state = apply(state, EpochRequest(replica=truncating))
+    previous = EpochRequest(replica=truncating)
+    repeated = [draw_steps(chooser, state, only_refused, previous=previous) for _ in range(200)]
+    again = sum(1 for batch in repeated if batch == [EpochRequest(replica=truncating)])
+    assert 60 < again < 160, again
+    assert EpochRequest(replica=truncating) not in asks  # it was enabled before it was sent
+
+
 def test_weights_are_settable_and_checked() -> None:
     assert parse_weights("crash=6, consume=0") == {**WEIGHTS, "crash": 6, "consume": 0}
     for bad, says in (("crash", "KIND=WEIGHT"), ("warp=1", "KIND=WEIGHT"), ("crash=x", "whole"), ("crash=-1", "neg")):
@@ -300,8 +330,11 @@ def test_runs_start_from_drawn_states_too() -> None:
     assert any(any(text.startswith("x") for text in log) for log in logs)  # a diverging tail
     assert any(len({text.split("@")[1] for text in log}) > 1 for log in logs)  # several epochs
     assert any(g["isr"] != list(c.replicas) for c, g in starts)  # an ISR without every replica
-    assert any(g["replicas"][g["leader"]]["hw"] > 0 for _, g in starts)
-    assert any(g["replicas"][g["leader"]]["log_start"] > 0 for _, g in starts)  # records gone below it
+    led = [g for _, g in starts if g["leader"] is not None]
+    assert any(g["replicas"][g["leader"]]["hw"] > 0 for g in led)
+    assert any(g["replicas"][g["leader"]]["log_start"] > 0 for g in led)  # records gone below it
+    assert len(led) < len(starts)  # and some without a leader (a handled failure, no election yet)
+    assert any(not r["online"] for _, g in starts for r in g["replicas"].values())  # a follower down
     # under the epoch generations the reference keeps its invariants from every drawn start
     for config, given in starts:
         if config.generation is Generation.HW_TRUNCATION:
@@ -361,7 +394,8 @@ def test_fuzz_runs_start_from_drawn_states_and_replay_from_them(tmp_path: Path) 
     from conformance.search.knockout import knockouts, member
 
     (skipped,) = [k for k in knockouts(["LOG-START-3"]) if k.operator == "skip"]
-    report = fuzz_all(member(skipped, 0).build(), Generation.HW_TRUNCATION, examples=100, seed=1, stop_at_first=True)
+    # seed 0: the sweep's seed (4 of seeds 0-5 find it in 100 runs)
+    report = fuzz_all(member(skipped, 0).build(), Generation.HW_TRUNCATION, examples=100, seed=0, stop_at_first=True)
     assert report.failures and report.failures[0].trace.initial is not None
     witness = tmp_path / "witness.yaml"
     witness.write_text(witness_fixture(report.failures[0].trace, "w"), encoding="utf-8")

@@ -69,14 +69,64 @@ def test_the_min_isr_gate_knockout_is_killed_by_its_fixture() -> None:
     assert [kill.fixture for kill in verdict.kills] == ["hw-frozen-under-min-isr"]
 
 
-def test_a_knockout_that_loops_errors_instead_of_hanging() -> None:
-    loops = [k for k in knockout.knockouts(["FETCH-PARK-3"]) if k.operator == "skip" and k.site.module == "clock"]
-    assert loops
-    # its tick finds the same parked fetch due for ever
-    fixtures = [f for f in bundled_fixtures() if f.base_id == "alter-partition-refused"]
+def test_the_hang_guard_counts_cpu_time_not_waiting() -> None:
+    """A loaded machine (a process waiting for a core, or sleeping) gives the same verdict
+    as an idle one: only CPU time the step itself uses counts (knockout.STEP_SECONDS)."""
+    import time
+
+    with knockout.deadline(0.05):
+        time.sleep(0.2)  # waiting, not computing: no hang
+    with pytest.raises(knockout.KnockoutHangs, match="CPU"), knockout.deadline(0.05):
+        while True:  # a loop that never ends
+            pass
+
+
+def test_a_timer_knocked_out_stays_unfired_instead_of_looping() -> None:
+    """FETCH-PARK-3's skip leaves the parked fetch parked past its deadline: TICK-1 fires a
+    timer once, at its deadline, so the tick ends (it used to find the same fetch due for
+    ever) and the fixture that waits for the empty answer kills it by a difference."""
+    (k,) = [k for k in knockout.knockouts(["FETCH-PARK-3"]) if k.operator == "skip" and k.site.module == "clock"]
+    fixtures = [f for f in bundled_fixtures() if f.base_id == "seed-02-purgatory"]
     traces = {f.id: reference_trace(f) for f in fixtures}
-    verdict = judge(knockout.member(loops[0]), fixtures, traces)
-    assert verdict.errors and all("loops" in e or "not run again" in e for e in verdict.errors)
+    verdict = judge(knockout.member(k), fixtures, traces)
+    assert not verdict.errors and verdict.kills
+
+
+def test_operators_keep_what_the_code_around_reads() -> None:
+    """A skip keeps the assignments the kept ones read (PRODUCE-3's skip keeps the epoch
+    the reported offsets carry) and the ``return`` ending a function that must return a
+    value (TRUNC-EPOCH-2's offset: no skip built); a guard forced on keeps the ``is not
+    None`` checks of what its branch reads (FETCH-LEADER-2 compares the follower's last
+    epoch; FOLLOWER-DIVERGE-1 unpacks the diverging epoch: no guard-on built)."""
+    ids = {k.id: k for k in knockout.knockouts()}
+    assert "TRUNC-EPOCH-2:skip:truncation.offset_truncation:1" not in ids
+    assert "FOLLOWER-DIVERGE-1:guard-on:follower.deliver_fetch:1" not in ids
+    assert "TRUNC-EPOCH-1:skip:truncation.offset_truncation:1" in ids  # a return inside a branch is skipped
+    assert "FETCH-LEADER-1:guard-on:leader_fetch.handle_fetch:1" in ids  # ``error`` only passed on
+
+    def source(kid: str) -> str:
+        k = ids[kid]
+        mutated = knockout.mutate(k.site, k.operator)
+        assert mutated is not None
+        return ast.unparse(mutated[0])
+
+    produce = source("PRODUCE-3:skip:producer.produce:1")
+    assert "epoch = leader.leader_epoch" in produce and "log=leader.log.extend" not in produce
+    assert "if last_fetched_epoch is not None:" in source("FETCH-LEADER-2:guard-on:leader_fetch.handle_fetch:1")
+    assert "return True" in source("CTRL-ELECT-5:skip:controller._offline_election:1")
+
+
+def test_a_case_the_knockout_errors_on_counts_as_a_kill_by_error() -> None:
+    """LAI-PRE-1's skip delivers a LeaderAndIsr that is not there and raises: the case that
+    expects the refusal errors, as a user's run would show it, and counts ("by error")."""
+    fixtures = [f for f in bundled_fixtures() if f.base_id == "leader-and-isr-in-order"]
+    result = sweep(fixtures, ["LAI-PRE-1"])
+    (skip,) = [v for v in result.verdicts if v.knockout.operator == "skip"]
+    assert skip.status == "killed" and skip.by_error and not skip.kills
+    assert len(skip.errored) == len(fixtures) == skip.cases_in("hw-truncation") * 3
+    assert result.to_dict()["killed_by_error"] >= 1
+    text = terminal(result, lambda rows, headers: "\n".join(" | ".join(map(str, r)) for r in rows))
+    assert "by error" in text and f"{len(fixtures)} cases ({len(fixtures)} by error)" in text
 
 
 def test_equivalent_knockouts_exist_and_are_argued_in_the_docs() -> None:

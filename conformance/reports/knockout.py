@@ -2,8 +2,9 @@
 
 Terminal: each rule's status (killed, survived, equivalent, errored, no knockout), its
 knockouts killed, the fewest fixture cases killing one of them in a generation where the
-rule applies, and the fixtures that kill; then the survivors, the rules killed by fewer
-than two cases, and the totals. HTML adds the matrix itself: a row per rule, a column per
+rule applies, and the fixtures that kill; then the survivors, the knockouts killed only by
+cases they error on ("killed by N (M by error)"), the rules killed by fewer than two
+cases, and the totals. HTML adds the matrix itself: a row per rule, a column per
 fixture file, and in each cell the generations (H, L, D) whose case kills a knockout of
 the rule. The HTML reuses the results report's style (``reports/html.py``).
 """
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..search.knockout import EQUIVALENT, EQUIVALENT_IN
-from ..search.knockout_sweep import ENOUGH, SHORT, RuleVerdict, Sweep
+from ..search.knockout_sweep import ENOUGH, SHORT, KnockoutVerdict, RuleVerdict, Sweep
 from .html import CSS
 
 Table = Callable[[list[list[Any]], list[str]], str]
@@ -31,7 +32,9 @@ def _weakest(rule: RuleVerdict) -> str:
 def _killers(rule: RuleVerdict, limit: int = 3) -> str:
     """The fixtures that kill the most of the rule's knockouts first."""
     killers = rule.killers()
-    kills = {b: sum(1 for v in rule.knockouts if any(k.fixture.split("/")[0] == b for k in v.kills)) for b in killers}
+    kills = {
+        b: sum(1 for v in rule.knockouts if any(k.fixture.split("/")[0] == b for k in v.detections)) for b in killers
+    }
     names = sorted(killers, key=lambda b: (-kills[b], -len(killers[b]), b))
     text = ", ".join(names[:limit])
     return text + (f" (+{len(names) - limit})" if len(names) > limit else "")
@@ -45,7 +48,10 @@ def rows(sweep: Sweep) -> list[list[Any]]:
         searched = sorted({k.fixture for v in rule.knockouts for k in v.searched})
         by = _killers(rule) or ", ".join(searched) or "-"
         applies = "".join(SHORT.get(g, g) for g in rule.applies) or "-"
-        count = f"{killed}/{len(rule.knockouts)}" + (f" ({equivalent} equivalent)" if equivalent else "")
+        by_error = sum(1 for v in rule.knockouts if v.status == "killed" and v.by_error)
+        notes = [f"{by_error} by error"] if by_error else []
+        notes += [f"{equivalent} equivalent"] if equivalent else []
+        count = f"{killed}/{len(rule.knockouts)}" + (f" ({', '.join(notes)})" if notes else "")
         out.append([rule.rule, rule.status, count, applies, _weakest(rule), by])
     return out
 
@@ -59,9 +65,13 @@ def terminal(sweep: Sweep, table: Table) -> str:
     if survivors:
         lines.append("knockouts no suite kills:")
         lines += [f"  {v.knockout.id}  {v.knockout.where}" for v in survivors]
+    by_error = [v for v in sweep.verdicts if v.status == "killed" and v.by_error]
+    if by_error:
+        lines.append("knockouts killed only by error (the changed reference raises or hangs in the cases shown):")
+        lines += [f"  {v.knockout.id}: killed by {_killed_by(v)}: {_first_error(v)}" for v in by_error]
     errored = [v for v in sweep.verdicts if v.status == "errored"]
     if errored:
-        lines.append("knockouts that only crash or hang (no fixture fails them by a difference):")
+        lines.append("knockouts that only crash or hang where nothing is counted (a hang skips the later cases):")
         lines += [f"  {v.knockout.id}: {v.errors[0][:100]}" for v in errored]
     same_in = [(v.knockout.id, g) for v in sweep.verdicts for g in v.equivalent_in if v.status != "equivalent"]
     if same_in:
@@ -78,13 +88,37 @@ def terminal(sweep: Sweep, table: Table) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _by_error(sweep: Sweep) -> str:
+    m = sum(1 for v in sweep.verdicts if v.status == "killed" and v.by_error)
+    return f" ({m} only by error)" if m else ""
+
+
+def _killed_by(v: KnockoutVerdict) -> str:
+    """``N (M by error)``: the fixture cases that detect a knockout, and how many by an error."""
+    n, m = len(v.detections), len(v.errored)
+    if not n:
+        return ", ".join(k.fixture for k in v.searched) or "nothing"
+    return f"{n} case{'s' if n != 1 else ''}" + (f" ({m} by error)" if m else "")
+
+
+def _first_error(v: KnockoutVerdict) -> str:
+    """The first case it errors on, and what it raised (the error without its location)."""
+    first = v.errored[0] if v.errored else (v.searched[0] if v.searched else None)
+    if first is None:
+        return ""
+    reason = first.reason.splitlines()[0] if first.reason else ""
+    raised = reason[reason.index("raised") :] if "raised" in reason else reason
+    return f"{first.fixture} step {first.step}: {raised[:100]}"
+
+
 def summary(sweep: Sweep) -> str:
     suites = [f"{len(sweep.fixtures)} fixture cases"]
     suites += [f"fuzz ({sweep.fuzz_budget} runs per generation)"] if sweep.fuzz_budget else []
     suites += [f"explore (depth {sweep.explore_depth})"] if sweep.explore_depth else []
     n = len(sweep.verdicts)
     return (
-        f"knockouts: {sweep.count('killed')}/{n} killed by {' + '.join(suites)}, {sweep.count('survived')} survived, "
+        f"knockouts: {sweep.count('killed')}/{n} killed by {' + '.join(suites)}{_by_error(sweep)}, "
+        f"{sweep.count('survived')} survived, "
         f"{sweep.count('equivalent')} equivalent, {sweep.count('errored')} errored; "
         f"{len(sweep.rules)} rules, {sweep.mutants} distinct mutants, {len(sweep.weak())} rules weak; "
         f"time {sweep.seconds:.1f} s"

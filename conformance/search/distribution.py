@@ -16,8 +16,9 @@ records, sometimes sent to a named broker; fetch with ``max_records`` 1 or ``max
 fetch wait, of half the lag, of exactly lag - 1, lag and lag + 1 ms, of the checkpoint
 interval and of the request timeout; elections notifying only a subset of the brokers (the
 rest stay in flight); crashes losing an unflushed tail (``unflushed_from``); consumes at
-any offset up to past the leader's LEO; epoch queries for any epoch up to one past the
-controller's, with or without a current leader epoch; whole rounds (``fetch_round``,
+any offset up to past the leader's LEO; epoch queries for any epoch from -1 (undefined) to
+one past the controller's, with or without a current leader epoch (-1 too); refused steps
+drawn kind first, half of them repeating the step just taken when it is refused now; whole rounds (``fetch_round``,
 ``epoch_round``) as well as their split steps. Two combined steps: ``fetch_all`` (every follower
 that may fetch does, once) and ``deliver_all`` (every fetch answer in flight arrives), the
 chains that move the high watermark. A step kind the reference gains later is drawn with
@@ -63,12 +64,12 @@ WEIGHTS: dict[str, int] = {
     "deliver_alter_partition": 5,
     "isr_expiration": 2,
     "epoch_query": 2,
-    "heartbeat_lapse": 1,
+    "heartbeat_lapse": 2,
     "consume": 3,
     "elect": 3,
     "restart": 3,
     "crash": 2,
-    "refused": 2,
+    "refused": 4,
 }
 """Default relative weight of each step kind (and combined step) among the enabled ones:
 replication chains (fetch, deliver, produce) dominate, crashes and elections are rarer.
@@ -188,6 +189,12 @@ INITIAL_ONE_IN = 3
 """One run in INITIAL_ONE_IN starts from a drawn state (``draw_initial``)."""
 
 
+LEADERLESS_ONE_IN = 8
+"""One drawn start in LEADERLESS_ONE_IN has no leader (``draw_initial``)."""
+DOWN_ONE_IN = 6
+"""One drawn start in DOWN_ONE_IN has a follower down (its failure not handled yet)."""
+
+
 def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN) -> dict[str, Any] | None:
     """A start other than the empty partition, as a fixture's ``initial:`` block with its
     defaults spelled out (``reference_impl.given.normalise``), or None (the empty start,
@@ -198,8 +205,11 @@ def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN)
     the leader does not have (records of an epoch the leader wrote nothing in at that
     offset: what a deposed leader keeps; such a follower is outside the ISR and, under
     leader-epoch, still truncating); the ISR is the leader and some followers, the HW at
-    most what they all share; sometimes the leader's log starts above 0 (at most its HW).
-    A drawn state the model refuses (INIT-1..5) is dropped for the empty start."""
+    most what they all share; sometimes the leader's log starts above 0 (at most its HW);
+    one start in ``DOWN_ONE_IN`` has a follower down (crashed, its failure not handled yet);
+    one time in ``LEADERLESS_ONE_IN`` nobody leads (the leader's failure handled, no
+    election since: a fenced ISR member's removal without a leader, CTRL-FAIL-2/3, starts
+    there). A drawn state the model refuses (INIT-1..5) is dropped for the empty start."""
     from reference_impl import initial_state
     from reference_impl.given import InitialStateError, normalise
 
@@ -221,6 +231,7 @@ def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN)
     """Follower -> how many of the leader's records it holds: its HW is at most that (an HW
     never covers a record the leader did not send it)."""
     isr, shared = [leader], len(leader_log)
+    leftovers = 1 if config.unclean_leader_election else 3
     for name in config.replicas:
         if name == leader:
             continue
@@ -239,9 +250,10 @@ def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN)
             diverged.append(k)
             if profile.asks_epoch_before_fetch:
                 replica["fetch_state"] = "truncating"
-        elif not profile.keeps_epoch_cache and k == len(leader_log) and chooser.integer(0, 3) == 0:
+        elif not profile.keeps_epoch_cache and k == len(leader_log) and chooser.integer(0, leftovers) == 0:
             # hw-truncation: records past the leader's log end (an unclean election's or a
-            # power failure's leftovers): its next fetch is out of range above (FOLLOWER-OOR-1/2)
+            # power failure's leftovers, so more often where unclean election is on): its
+            # next fetch is out of range above (FOLLOWER-OOR-1/2)
             replica["log"] += [f"x{name}{i}@{chooser.integer(0, epoch)}" for i in range(chooser.integer(1, 2))]
         elif chooser.integer(0, 1):
             isr.append(name)
@@ -284,6 +296,14 @@ def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN)
         "isr": [r for r in config.replicas if r in isr],
         "replicas": replicas,
     }
+    if followers and chooser.integer(1, DOWN_ONE_IN) == 1:
+        # a broker down whose failure the controller has not handled yet (the next
+        # election handles it, CTRL-FAIL-*; a restart brings it back, RESTART-*)
+        replicas[pick(chooser, followers)]["online"] = False
+    if chooser.integer(1, LEADERLESS_ONE_IN) == 1:
+        # no leader: the controller handled the leader's failure and has not elected since
+        # (the brokers are up again, nobody leads; the next election picks from the ISR)
+        drawn["leader"] = None
     try:
         given = normalise(config, drawn)
         initial_state(config, given)
@@ -419,13 +439,18 @@ def draw_steps(
     lower: Lower | None = None,
     honours: Callable[[Step], bool] | None = None,
     refused: bool = True,
+    previous: Step | None = None,
 ) -> list[Step]:
     """One weighted choice in ``state``: one step, or several for a combined step; empty
     when nothing is enabled (or every enabled kind has weight 0).
 
     ``lower``: the step in the form the implementation performs (None: as it is).
     ``honours``: whether the implementation honours a step's optional fields (a step it
-    does not is drawn with its defaults). ``refused``: also draw steps that are not enabled."""
+    does not is drawn with its defaults). ``refused``: also draw steps that are not enabled.
+    ``previous``: the step taken last; half the refused steps drawn repeat it when it is
+    refused now (a second request while the first is in flight, a restart of a broker just
+    restarted: the duplicate an implementation forgets to refuse). The others are drawn
+    half uniformly among the refused steps, half kind first."""
     by_kind = enabled_by_kind(state, lower)
     kinds = [k for k in by_kind if weights.get(k, OTHER_WEIGHT) > 0]
     if refused and weights.get(REFUSED, OTHER_WEIGHT) > 0:
@@ -435,14 +460,29 @@ def draw_steps(
     kind = kinds[chooser.weighted([weights.get(k, OTHER_WEIGHT) for k in kinds])]
     if kind == REFUSED:
         others = refused_steps(state, lower)
-        if others:
+        again = [o for o in others if previous is not None and _same_request(o, previous)]
+        if again and chooser.integer(0, 1) == 0:
+            return [pick(chooser, again)]
+        if others and chooser.integer(0, 1) == 0:
             return [pick(chooser, others)]
+        if others:
+            # or a kind first, then one of its refused steps, as for the enabled ones: a
+            # refusal of a rarely refused kind (a second fetch in flight) is not drowned
+            # by the many refusals of another (every replica's deliveries with nothing in flight)
+            kinds_refused = list(dict.fromkeys(step.kind for step in others))
+            kind_refused = pick(chooser, kinds_refused)
+            return [pick(chooser, [step for step in others if step.kind == kind_refused])]
         return draw_steps(chooser, state, weights, lower, honours, refused=False)
     if kind in COMBINED:
         return by_kind[kind]
     step = pick(chooser, by_kind[kind])
     varied = vary(chooser, state, step, refused)
     return [varied if honours is None or honours(varied) else step]
+
+
+def _same_request(candidate: Step, previous: Step) -> bool:
+    """Whether ``candidate`` is ``previous`` sent again (its kind, by the same replica)."""
+    return candidate.kind == previous.kind and getattr(candidate, "replica", None) == getattr(previous, "replica", None)
 
 
 def vary(chooser: Chooser, state: State, step: Step, refused: bool = True) -> Step:
@@ -470,8 +510,10 @@ def vary(chooser: Chooser, state: State, step: Step, refused: bool = True) -> St
             step = replace(step, max_wait_ms=wait)
         return step
     if isinstance(step, EpochQuery):
-        epoch = chooser.integer(0, state.controller.epoch + 1)
-        current = chooser.integer(0, state.controller.epoch + 1) if chooser.integer(0, 1) else None
+        # -1 to one past the controller's epoch: -1 is the wire's undefined epoch, as the
+        # epoch asked for and as the current leader epoch (EPOCH-QUERY-3)
+        epoch = chooser.integer(-1, state.controller.epoch + 1)
+        current = chooser.integer(-1, state.controller.epoch + 1) if chooser.integer(0, 1) else None
         return replace(step, epoch=epoch, current_leader_epoch=current)
     if isinstance(step, Consume):
         top = max(r.leo for r in state.replicas)

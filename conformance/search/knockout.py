@@ -31,6 +31,7 @@ import __future__
 import ast
 import copy
 import importlib
+import inspect
 import io
 import re
 import signal
@@ -77,6 +78,10 @@ NO_KNOCKOUT: dict[str, str] = {
         "loads; tests/test_initial.py pins each message"
         for n in range(1, 6)
     },
+    "TRUNC-EPOCH-2": "its effect is the value truncation.offset_truncation returns when the follower knows the "
+    "answer's epoch (the last statement of a function that must return one): a skip cannot leave a value out "
+    "(the caller would read None and crash) and there is no guard to force; the zoo's pre-kip-279-truncation "
+    "gets it wrong the way Kafka before KIP-279 did, and its fixtures kill that",
     "CTRL-ELECT-3": "its effect is the absence of an election (nobody may lead): disabling it is electing someone "
     "anyway, which the guard-on knockout of CTRL-ELECT-2 (always elect uncleanly) is",
 }
@@ -139,7 +144,14 @@ _HARNESS_LABEL = (
     "one, so no suite states that refusal (the toy broker of docs/adapters.md does not refuse one)"
 )
 
+_LAST_EPOCH_SENT_ONLY_WHERE_CARRIED = (
+    "the follower sends its last fetched epoch only where the generation carries it (follower.send_fetch, "
+    "profile.fetch_carries_last_epoch; send_fetch is handle_fetch's only caller), so with the generation test "
+    "forced the 'is not None' test it keeps is false exactly where the forced one was"
+)
+
 EQUIVALENT: dict[str, str] = {
+    "FETCH-LEADER-2:guard-on:leader_fetch.handle_fetch:1": _LAST_EPOCH_SENT_ONLY_WHERE_CARRIED,
     "PRODUCE-PRE-1:skip:producer.produce_refused:1": _HARNESS_LABEL,
     "PRODUCE-PRE-1:guard-off:producer.produce_refused:1": _HARNESS_LABEL,
     "FOLLOWER-OOR-1:guard-off:follower._handle_out_of_range:2": _OOR_INSIDE,
@@ -431,6 +443,38 @@ def _assigns(stmt: ast.stmt) -> set[str]:
     return names
 
 
+def _needs_a_value(function: ast.AST) -> bool:
+    """Whether ``function`` must return a value: annotated with a type that does not admit
+    None (``-> bool``, ``-> Truncation``). Falling off its end would return None, which no
+    implementation can (the caller reads the value and crashes), so a skip keeps its
+    ``return`` statements; a function returning ``X | None`` may fall off (None is one of
+    its values: ``out_of_sync_from`` skipped says "never out of sync")."""
+    returns = getattr(function, "returns", None)
+    return returns is not None and "None" not in ast.unparse(returns)
+
+
+def _loads(stmt: ast.stmt) -> set[str]:
+    return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _kept(paragraph: _Body, needed: set[str], returns: bool = False) -> _Body:
+    """The statements of ``paragraph`` a skip keeps: its ``return`` statements when
+    ``returns`` (the paragraph ends a function that must return a value, ``_needs_a_value``;
+    a ``return`` inside a branch is skipped: the run goes on below it), the assignments to
+    names read further down (``needed``) or by those, and in turn the ones those read
+    (``records`` kept for a later read keeps the ``epoch`` it is built from), so a skip
+    leaves out effects and never leaves a name undefined."""
+    kept: _Body = [s for s in paragraph if returns and isinstance(s, ast.Return)]
+    needed = needed | {name for s in kept for name in _loads(s)}
+    while True:
+        more = [s for s in paragraph if s not in kept and _assigns(s) & needed]
+        if not more:
+            return [s for s in paragraph if s in kept]
+        kept += more
+        for s in more:
+            needed |= _loads(s)
+
+
 def _skip(function: ast.AST, site: Site) -> tuple[int, Turn | None]:
     """Leave out the statements the site marks; the first one's line (0: nothing to skip)
     and, when that is one ``if`` without ``else``, the way into its body (skipping an ``if``
@@ -446,8 +490,8 @@ def _skip(function: ast.AST, site: Site) -> tuple[int, Turn | None]:
     else:
         start, end = i, i
     last = body[end].end_lineno or body[end].lineno
-    needed = _loads_after(function, last)
-    kept = [s for s in body[start : end + 1] if _assigns(s) & needed]
+    ending = body is getattr(function, "body", None) and _needs_a_value(function)
+    kept = _kept(body[start : end + 1], _loads_after(function, last), ending)
     removed = [s for s in body[start : end + 1] if s not in kept]
     if all(_is_fired(s) for s in removed):
         return 0, None
@@ -458,6 +502,86 @@ def _skip(function: ast.AST, site: Site) -> tuple[int, Turn | None]:
     if len(removed) == 1 and isinstance(first, ast.If) and not first.orelse:
         return first.lineno, Turn(first.test.lineno, first.test.end_lineno or first.lineno, first.body[0].lineno, True)
     return first.lineno, None
+
+
+def _conjuncts(test: ast.expr) -> list[ast.expr]:
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return list(test.values)
+    return [test]
+
+
+def _is_existence_check(test: ast.expr, body: _Body | None, module: str = "") -> bool:
+    """``x is not None`` beside other conditions (``body`` None: the others are the rule's
+    condition, this one the type's), or alone where ``body`` dereferences ``x`` (unpacks
+    it, compares or adds it, reads an attribute or an item of it, or passes it to a
+    function of the reference whose parameter does not take None): forcing it on would
+    read a value that is not there, which no implementation can do (it raises on the first
+    step that gets there). Alone and only passed on where None is a value
+    (``answer(error=error)``), forcing it is a mutant of its own (every answer an error answer)."""
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.IsNot)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    ):
+        return False
+    if body is None:
+        return True
+    checked = ast.dump(test.left)
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if _dereferences(node, checked) or _passed_where_none_is_not_taken(node, checked, module):
+                return True
+    return False
+
+
+def _passed_where_none_is_not_taken(node: ast.AST, checked: str, module: str) -> bool:
+    """Whether ``node`` calls a function of the reference with the expression dumped as
+    ``checked`` for a parameter annotated without None (``leader_id: str``)."""
+    if not isinstance(node, ast.Call) or not module:
+        return False
+    callee: Any = importlib.import_module(f"reference_impl.{module}")
+    for name in _dotted(node.func):
+        callee = getattr(callee, name, None)
+    if not callable(callee) or not str(getattr(callee, "__module__", "")).startswith("reference_impl"):
+        return False
+    try:
+        parameters = list(inspect.signature(callee).parameters.values())
+    except (TypeError, ValueError):  # pragma: no cover - a builtin
+        return False
+    passed = [(parameters[i] if i < len(parameters) else None, a) for i, a in enumerate(node.args)]
+    by_name = {p.name: p for p in parameters}
+    passed += [(by_name.get(k.arg or ""), k.value) for k in node.keywords]
+    return any(
+        parameter is not None
+        and ast.dump(argument) == checked
+        and parameter.annotation is not inspect.Parameter.empty
+        and "None" not in str(parameter.annotation)
+        for parameter, argument in passed
+    )
+
+
+def _dotted(func: ast.expr) -> list[str]:
+    """``a.b.c`` as ``["a", "b", "c"]`` (a name no module has for a call of anything else)."""
+    names: list[str] = []
+    while isinstance(func, ast.Attribute):
+        names.insert(0, func.attr)
+        func = func.value
+    return [func.id, *names] if isinstance(func, ast.Name) else ["<call>"]
+
+
+def _dereferences(node: ast.AST, checked: str) -> bool:
+    """Whether ``node`` reads into the expression dumped as ``checked``."""
+    if isinstance(node, (ast.Attribute, ast.Subscript)):
+        return ast.dump(node.value) == checked
+    if isinstance(node, ast.Compare) and not all(isinstance(o, (ast.Is, ast.IsNot)) for o in node.ops):
+        return checked in (ast.dump(e) for e in (node.left, *node.comparators))
+    if isinstance(node, ast.BinOp):
+        return checked in (ast.dump(node.left), ast.dump(node.right))
+    if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple):
+        return ast.dump(node.value) == checked
+    return False
 
 
 def _guard(function: ast.AST, site: Site, on: bool) -> tuple[int, Turn | None]:
@@ -477,7 +601,17 @@ def _guard(function: ast.AST, site: Site, on: bool) -> tuple[int, Turn | None]:
             taken = on if name == "body" else not on
             line = parent.test.lineno
             turn = Turn(line, parent.test.end_lineno or line, parent.body[0].lineno, not taken)
-            parent.test = ast.copy_location(ast.Constant(taken), parent.test)
+            forced: ast.expr = ast.Constant(taken)
+            if taken:
+                # the body may read what the test checks exists: those checks stay
+                tests = _conjuncts(parent.test)
+                alone = parent.body if len(tests) == 1 else None
+                checks = [c for c in tests if _is_existence_check(c, alone, site.module)]
+                if checks and len(checks) == len(tests):
+                    return 0, None  # nothing but existence checks: no slip forces one
+                if checks:
+                    forced = checks[0] if len(checks) == 1 else ast.BoolOp(ast.And(), checks)
+            parent.test = ast.copy_location(forced, parent.test)
             return line, turn
         node = parent
     return 0, None
@@ -622,32 +756,40 @@ def _references(original: Any, replacement: Any) -> list[Patch]:
 
 
 STEP_SECONDS = 1.0
-"""How long one step of a knockout may take before it counts as hanging (a reference step
-takes microseconds; a knockout that skips a loop's progress loops for ever)."""
+"""How much CPU time one step of a knockout may take before it counts as hanging (a
+reference step takes microseconds; a knockout that skips a loop's progress loops for ever).
+CPU time of this process, not wall time: on a loaded machine a step waits for a core
+without using its budget, so a loaded run gives the same verdict as an idle one."""
+
+
+NOT_RUN_AGAIN = "not run again"
+"""How the error of a case skipped after a knockout hung ends (it proves nothing: not counted)."""
 
 
 class KnockoutHangs(RuntimeError):
-    """A knockout's step ran past ``STEP_SECONDS``: reported as the fixture's error."""
+    """A knockout's step used more than ``STEP_SECONDS`` of CPU: reported as the fixture's error."""
 
 
 @contextmanager
 def deadline(seconds: float = STEP_SECONDS) -> Iterator[None]:
-    """Raise ``KnockoutHangs`` in the block after ``seconds`` (a real-time timer, so only
-    in the main thread; elsewhere the block runs unguarded)."""
+    """Raise ``KnockoutHangs`` in the block once it has used ``seconds`` of CPU time (a
+    virtual timer, ``ITIMER_VIRTUAL``: it runs only while this process runs, so waiting for
+    a core on a loaded machine does not count; only in the main thread, elsewhere the
+    block runs unguarded)."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield
         return
 
     def expired(signum: int, frame: Any) -> None:
-        raise KnockoutHangs(f"a step ran past {seconds:g} s (the knockout loops)")
+        raise KnockoutHangs(f"a step used {seconds:g} s of CPU (the knockout loops)")
 
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    previous = signal.signal(signal.SIGVTALRM, expired)
+    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, previous)
 
 
 def member(knockout: Knockout, number: int = 0) -> Member:
@@ -670,7 +812,7 @@ def member(knockout: Knockout, number: int = 0) -> Member:
                 with deadline():
                     yield
             except KnockoutHangs as exc:
-                Knocked.hung = f"{exc} earlier; not run again"
+                Knocked.hung = f"{exc} earlier; {NOT_RUN_AGAIN}"
                 raise
 
         def reset(self, config: dict[str, Any], initial: dict[str, Any] | None = None) -> None:

@@ -7,6 +7,14 @@ knockout (killed, survived, equivalent, errored) and per rule, and a rule x fixt
 matrix: which fixture cases kill each rule's knockouts, and the rules whose weakest
 knockout fewer than two cases kill in a generation where the rule applies
 (docs/suite-strength.md).
+
+A fixture case the knockout *errors* on (the changed reference raises, or loops past
+``knockout.STEP_SECONDS`` of CPU) detects it as a failing case does: ``kconform run``
+shows that case errored and exits non-zero, so the implementation the knockout stands for
+does not pass the suite. Those cases are counted as kills and named apart ("killed by N
+(M by error)"); a case skipped because the knockout hung earlier (``not run again``)
+proves nothing and is not counted. A knockout is ``errored`` only when nothing but such
+uncounted errors (or an exception under fuzz or explore) is left.
 """
 
 from __future__ import annotations
@@ -21,7 +29,18 @@ from reference_impl import Generation
 
 from ..fixtures.loading import Fixture
 from ..judging.runner import reference_trace
-from .knockout import EQUIVALENT, EQUIVALENT_IN, Knockout, Reach, knockouts, member, reach_of, reached, spec_rules
+from .knockout import (
+    EQUIVALENT,
+    EQUIVALENT_IN,
+    NOT_RUN_AGAIN,
+    Knockout,
+    Reach,
+    knockouts,
+    member,
+    reach_of,
+    reached,
+    spec_rules,
+)
 from .sensitivity import Explored, Kill, explore_kills, explore_trees, fuzz_kills, judge
 
 SHORT = {"hw-truncation": "H", "leader-epoch": "L", "diverging-epoch": "D"}
@@ -38,7 +57,7 @@ class KnockoutVerdict:
 
     knockout: Knockout
     kills: list[Kill] = field(default_factory=list)
-    """Fixture cases that fail it."""
+    """Fixture cases that fail it by a difference."""
     searched: list[Kill] = field(default_factory=list)
     """Its kill by fuzz or explore (when asked for and no fixture killed it)."""
     errors: list[str] = field(default_factory=list)
@@ -49,6 +68,8 @@ class KnockoutVerdict:
     (``Knockout.line``) and, at a forced ``if``, goes the other way (``Knockout.turn``):
     only there can a case kill it. A generation where the knockout is argued equivalent
     (``EQUIVALENT_IN``) is left out."""
+    errored: list[Kill] = field(default_factory=list)
+    """Fixture cases it errors on (raises or hangs in that case): detections too."""
 
     @property
     def equivalent_in(self) -> dict[str, str]:
@@ -56,15 +77,29 @@ class KnockoutVerdict:
         return EQUIVALENT_IN.get(self.knockout.id, {})
 
     @property
+    def detections(self) -> list[Kill]:
+        """The fixture cases that detect it: those it fails and those it errors on."""
+        return [*self.kills, *self.errored]
+
+    @property
+    def by_error(self) -> bool:
+        """Killed, but only by cases it errors on (or a fuzz run where it raised)."""
+        return (
+            not self.kills
+            and bool(self.errored or self.searched)
+            and all(k.fixture.split(":")[2:3] == ["error"] for k in self.searched)
+        )
+
+    @property
     def status(self) -> str:
-        if self.kills or self.searched:
+        if self.detections or self.searched:
             return "killed"
         if self.knockout.id in EQUIVALENT:
             return "equivalent"
         return "errored" if self.errors else "survived"
 
     def cases_in(self, generation: str) -> int:
-        return sum(1 for k in self.kills if self.generation_of.get(k.fixture) == generation)
+        return sum(1 for k in self.detections if self.generation_of.get(k.fixture) == generation)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -75,6 +110,7 @@ class KnockoutVerdict:
             "status": self.status,
             "reached_in": list(self.reached),
             "killed_by": [k.fixture for k in self.kills],
+            "errored_by": [k.fixture for k in self.errored],
             "searched": [k.to_dict() for k in self.searched],
             "errors": self.errors[:3],
             "equivalent": EQUIVALENT.get(self.knockout.id),
@@ -105,8 +141,8 @@ class RuleVerdict:
         return "equivalent"
 
     def weakest(self) -> tuple[int, str]:
-        """The fewest fixture cases killing one of its knockouts (neither equivalent nor
-        only crashing) in one generation whose fixture cases reach it, and that generation
+        """The fewest fixture cases killing one of its knockouts (by a difference or an
+        error; neither equivalent nor errored) in one generation whose fixture cases reach it, and that generation
         ('' when none is reached)."""
         out: tuple[int, str] | None = None
         for v in self.knockouts:
@@ -116,13 +152,13 @@ class RuleVerdict:
                 here = (v.cases_in(generation), generation)
                 out = here if out is None or here < out else out
         killable = [v for v in self.knockouts if v.status not in ("equivalent", "errored")]
-        return out or (min((len(v.kills) for v in killable), default=ENOUGH), "")
+        return out or (min((len(v.detections) for v in killable), default=ENOUGH), "")
 
     def killers(self) -> dict[str, set[str]]:
         """Fixture base id -> the generations of its cases that kill some knockout of the rule."""
         out: dict[str, set[str]] = {}
         for v in self.knockouts:
-            for k in v.kills:
+            for k in v.detections:
                 base = k.fixture.split("/")[0]
                 out.setdefault(base, set()).add(v.generation_of.get(k.fixture, ""))
         return out
@@ -165,8 +201,8 @@ class Sweep:
 
     @property
     def ok(self) -> bool:
-        """No knockout survives (one that only crashes or hangs is listed, not a failure:
-        its change broke the reference's own code, and a run shows it as errored)."""
+        """No knockout survives (one killed by error counts as killed; one left ``errored``,
+        with nothing but uncounted errors, is listed, not a failure)."""
         return not any(v.status == "survived" for v in self.verdicts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -175,6 +211,7 @@ class Sweep:
             "knockouts": len(self.verdicts),
             "mutants": self.mutants,
             "killed": self.count("killed"),
+            "killed_by_error": sum(1 for v in self.verdicts if v.status == "killed" and v.by_error),
             "survived": self.count("survived"),
             "equivalent": self.count("equivalent"),
             "errored": self.count("errored"),
@@ -221,9 +258,10 @@ def sweep(
         if first is None:
             entry = member(knockout, i)
             judged = judge(entry, fixtures, traces, level)
-            first = KnockoutVerdict(knockout, judged.kills, [], judged.errors, generation_of)
+            errored = [k for k in judged.errored if not k.reason.endswith(NOT_RUN_AGAIN)]
+            first = KnockoutVerdict(knockout, judged.kills, [], judged.errors, generation_of, errored=errored)
             first.reached = _reached(knockout, reaches)
-            if not first.kills and knockout.id not in EQUIVALENT:
+            if not first.detections and knockout.id not in EQUIVALENT:
                 try:
                     if trees:
                         first.searched += explore_kills(entry, trees)
@@ -234,7 +272,13 @@ def sweep(
             done[knockout.key] = first
         out[knockout.rule].append(
             KnockoutVerdict(
-                knockout, first.kills, first.searched, first.errors, generation_of, _reached(knockout, reaches)
+                knockout,
+                first.kills,
+                first.searched,
+                first.errors,
+                generation_of,
+                _reached(knockout, reaches),
+                first.errored,
             )
         )
     verdicts = [RuleVerdict(rule, out[rule]) for rule in wanted]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -50,6 +50,9 @@ class Verdict:
     kills: list[Kill] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     """Fixtures the member could not run (an exception: a bug in the member, not a kill)."""
+    errored: list[Kill] = field(default_factory=list)
+    """The same cases as ``errors``, where they stopped (a rule knockout counts them as
+    detections, ``knockout_sweep``; a zoo member's error stays a bug in the member)."""
     seconds: float = 0.0
 
     @property
@@ -156,6 +159,9 @@ def judge(member: Member, fixtures: Sequence[Fixture], traces: dict[str, Any], l
             verdict.kills.append(_kill(result, by_id[result.fixture]))
         elif result.outcome == "errored":
             verdict.errors.append(f"{result.fixture}: {result.reason}")
+            fixture = by_id[result.fixture]
+            at = min(result.steps_run + 1, len(fixture.steps))  # the step that raised
+            verdict.errored.append(replace(_kill(result, fixture), step=at))
     verdict.seconds = time.perf_counter() - started
     return verdict
 

@@ -437,7 +437,8 @@ def random_run(
     taken = 0
     while taken < steps:
         assert judge.state is not None
-        batch = draw_steps(chooser, judge.state, weights, lowering, honours, refused=True)
+        previous = judge.trace.sent[-1] if judge.trace.sent else None
+        batch = draw_steps(chooser, judge.state, weights, lowering, honours, refused=True, previous=previous)
         if not batch:
             break
         for step in batch[: steps - taken]:
