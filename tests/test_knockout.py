@@ -11,6 +11,7 @@ import ast
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import bundled_fixtures
@@ -158,9 +159,22 @@ def test_per_generation_equivalences_exist_are_argued_and_are_not_counted_there(
     assert "TRUNC-2:guard-on:replica_ops.truncate:1 [H]" in text
 
 
-def test_no_replica_holds_an_epoch_cache_under_hw_truncation_on_random_runs() -> None:
-    """The argument of knockout.EQUIVALENT_IN for the guard-on of TRUNC-2/EPOCH-CACHE-2:
-    under hw-truncation every cache stays empty, from drawn starts too."""
+ARGUED_ON_RANDOM_RUNS = [
+    # (generation, what always holds there): the arguments of knockout.EQUIVALENT_IN
+    ("hw-truncation", "no epoch cache", lambda state: all(r.epoch_cache == () for r in state.replicas)),
+    ("hw-truncation", "no epoch answer in flight", lambda state: not state.epoch_responses),
+    ("diverging-epoch", "no epoch answer in flight", lambda state: not state.epoch_responses),
+    ("hw-truncation", "no ISR proposal in flight", lambda state: not state.alter_partitions),
+    ("leader-epoch", "no ISR proposal in flight", lambda state: not state.alter_partitions),
+]
+
+
+@pytest.mark.parametrize(("generation", "holds", "check"), ARGUED_ON_RANDOM_RUNS, ids=lambda v: str(v)[:24])
+def test_per_generation_equivalence_arguments_hold_on_random_runs(generation: str, holds: str, check: Any) -> None:
+    """The arguments of knockout.EQUIVALENT_IN: under hw-truncation every epoch cache stays
+    empty (TRUNC-2/EPOCH-CACHE-2's guard-on); outside leader-epoch no epoch answer is ever in
+    flight (EPOCH-DELIVER-PRE-1's), outside diverging-epoch no ISR proposal
+    (ISR-ALTER-PRE-1's); from drawn starts too."""
     import random
 
     from conformance.search.distribution import RandomChooser, draw_config, draw_initial, draw_steps
@@ -169,9 +183,10 @@ def test_no_replica_holds_an_epoch_cache_under_hw_truncation_on_random_runs() ->
 
     for seed in range(120):
         chooser = RandomChooser(random.Random(seed))
-        config = draw_config(chooser, Generation.HW_TRUNCATION)
+        config = draw_config(chooser, Generation(generation))
         initial = draw_initial(chooser, config, 2)
         state = given_state(config, initial) if initial is not None else initial_state(config)
+        assert check(state), (seed, holds)
         for _ in range(30):
             steps = draw_steps(chooser, state, refused=False)
             if not steps:
@@ -181,7 +196,7 @@ def test_no_replica_holds_an_epoch_cache_under_hw_truncation_on_random_runs() ->
                     state = apply(state, step)
                 except StepRejected:
                     continue
-                assert all(r.epoch_cache == () for r in state.replicas), (seed, step)
+                assert check(state), (seed, step, holds)
 
 
 def test_sweep_smoke_lists_the_rules_asked_and_renders() -> None:

@@ -192,9 +192,31 @@ _NO_CACHE_UNDER_HT = (
     "tests/test_knockout.py)"
 )
 
+_NO_EPOCH_ANSWER_IN_FLIGHT = (
+    "outside leader-epoch no follower sends OffsetsForLeaderEpoch (EPOCH-PRE-1: profile.asks_epoch_before_fetch; "
+    "epoch_round is refused with it) and an initial: state carries no message in flight, so no epoch answer is ever "
+    "in flight: the reference refuses every deliver_epoch there too, and forcing the refusal changes nothing "
+    "(checked on random runs: tests/test_knockout.py)"
+)
+
+_NO_PROPOSAL_IN_FLIGHT = (
+    "outside diverging-epoch the leader writes the ISR itself (ISR-WRITE-1: profile.isr_change_via_alter_partition "
+    "is false) and an initial: state carries no message in flight, so no AlterPartition proposal is ever in flight: "
+    "the reference refuses every deliver_alter_partition there too, and forcing the refusal changes nothing "
+    "(checked on random runs: tests/test_knockout.py)"
+)
+
 EQUIVALENT_IN: dict[str, dict[str, str]] = {
     "TRUNC-2:guard-on:replica_ops.truncate:1": {"hw-truncation": _NO_CACHE_UNDER_HT},
     "EPOCH-CACHE-2:guard-on:replica_ops.truncate:1": {"hw-truncation": _NO_CACHE_UNDER_HT},
+    "EPOCH-DELIVER-PRE-1:guard-on:follower.deliver_epoch_refused:1": {
+        "hw-truncation": _NO_EPOCH_ANSWER_IN_FLIGHT,
+        "diverging-epoch": _NO_EPOCH_ANSWER_IN_FLIGHT,
+    },
+    "ISR-ALTER-PRE-1:guard-on:controller.deliver_alter_partition_refused:1": {
+        "hw-truncation": _NO_PROPOSAL_IN_FLIGHT,
+        "leader-epoch": _NO_PROPOSAL_IN_FLIGHT,
+    },
 }
 """Knockout id -> generation -> why no step sequence of that generation tells it from the
 reference, for knockouts that differ in other generations (so they are not ``EQUIVALENT``):
