@@ -16,6 +16,7 @@ implementation declares, the weights of ``distribution.WEIGHTS`` and the tick le
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -176,6 +177,21 @@ def weight_of(kind: str, weights: Mapping[str, int]) -> int:
     return OTHER_WEIGHT
 
 
+def honoured(step: Step, description: Description) -> Step:
+    """``step`` without the optional fields the implementation says it does not honour
+    (``Description.step_fields``: Kafka's adapters declare no ``crash.unflushed_from``), each
+    back at its default: the run stays on steps the implementation can take."""
+    allowed = description.step_fields.get(step.kind)
+    if allowed is None:
+        return step
+    defaults = {
+        f.name: f.default
+        for f in dataclasses.fields(step)
+        if f.default is not dataclasses.MISSING and f.name not in allowed and getattr(step, f.name) != f.default
+    }
+    return dataclasses.replace(step, **defaults) if defaults else step
+
+
 def own_path(
     adapter: Adapter,
     description: Description,
@@ -205,7 +221,7 @@ def own_path(
         proposed = propose(chooser, config, obs, kinds, produced)
         if proposed is None:
             break
-        step = proposed
+        step = honoured(proposed, description)
         run.sent.append(step)
         do = wire_step(step, produced)
         run.steps.append(dict(do))
