@@ -107,7 +107,11 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         props.put("min.insync.replicas", Integer.toString(minIsr));
         props.put("unclean.leader.election.enable", Boolean.toString(unclean));
         props.put("replica.lag.time.max.ms", Long.toString(lagMs));
-        props.put("replica.fetch.wait.max.ms", Long.toString(fetchWaitMs));
+        // KafkaConfig requires replica.fetch.wait.max.ms <= replica.lag.time.max.ms. Only the
+        // replica fetcher threads read it, which the adapter does not run: a fetch's wait is the
+        // step's (or the config's) and the adapter's purgatory applies it. So a config beyond
+        // Kafka's bound is given to KafkaConfig clamped, not refused (docs/kafka.md).
+        props.put("replica.fetch.wait.max.ms", Long.toString(Math.min(fetchWaitMs, lagMs)));
         props.put("replica.high.watermark.checkpoint.interval.ms", Long.toString(Math.max(checkpointIntervalMs, 1)));
         props.put("log.message.format.version", "0.10.2");
         return props;
