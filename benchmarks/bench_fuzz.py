@@ -39,14 +39,14 @@ count = 0
 taken = []
 
 class Counting(ReferenceAdapter):
-    def reset(self, config):
-        taken.append((config, []))
-        super().reset(config)
+    def reset(self, config, initial=None):
+        taken.append((config, initial, []))
+        super().reset(config, initial)
 
     def step(self, step):
         global count
         count += 1
-        taken[-1][1].append(step)
+        taken[-1][2].append(step)
         return super().step(step)
 
 examples = int(sys.argv[1])
@@ -56,12 +56,13 @@ for generation in Generation:
         raise SystemExit("fuzz found a disagreement of the reference with itself")
 wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
 from reference_impl import config_from_dict, StepRejected
-runs = [(config_from_dict({k: v for k, v in c.items() if v is not None}), [step_from_dict(s) for s in steps])
-        for c, steps in taken]
+from reference_impl.given import given_state
+runs = [(config_from_dict({k: v for k, v in c.items() if v is not None}), i, [step_from_dict(s) for s in steps])
+        for c, i, steps in taken]
 floor = time.process_time()
 n = 0
-for config, steps in runs:
-    state = initial_state(config)
+for config, initial, steps in runs:
+    state = given_state(config, initial) if initial is not None else initial_state(config)
     for step in steps:
         try:
             state = apply(state, step)
