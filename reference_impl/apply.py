@@ -92,7 +92,7 @@ def apply(state: State, step: Step) -> State:
     action = ACTIONS.get(cls)
     if action is None:
         raise TypeError(f"not a step: {step!r}")
-    if (unknown := _unknown_replica(state, step)) is not None:
+    if cls in _NAMES_A_REPLICA and (unknown := _unknown_replica(state, step)) is not None:
         raise unknown
     draft = open_draft(state)
     action(draft, *_ARGUMENTS[cls](step))

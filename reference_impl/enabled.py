@@ -47,14 +47,21 @@ _SAMPLERS = {name: spec for _, sampled in _SAMPLED for name, spec in sampled}
 def candidate_steps(state: State) -> list[Step]:
     """Representative steps of every kind but the rounds, enabled or not, in table order
     (the steps naming no replica first, then each replica's)."""
+    return [step for step, _, _ in _candidates_of(state)]
+
+
+def _candidates_of(state: State) -> tuple[tuple[Step, type, tuple[object, ...]], ...]:
     samples = tuple((name, tuple(spec.samples(state))) for name, spec in _SAMPLERS.items())  # type: ignore[misc]
-    return list(_candidates(samples, state.config.replicas))
+    return _candidates(samples, state.config.replicas)
 
 
 @lru_cache(maxsize=256)
-def _candidates(samples: tuple[tuple[str, tuple[object, ...]], ...], replicas: tuple[str, ...]) -> tuple[Step, ...]:
-    """The candidates for these field samples (a state's candidates depend on nothing
-    else, so states that agree on them share one tuple of steps)."""
+def _candidates(
+    samples: tuple[tuple[str, tuple[object, ...]], ...], replicas: tuple[str, ...]
+) -> tuple[tuple[Step, type, tuple[object, ...]], ...]:
+    """The candidates for these field samples, each with its class and the arguments its
+    precondition takes (a state's candidates depend on nothing else, so states that agree
+    on them share one tuple, and ``enabled_steps`` unpacks no step on its hot path)."""
     values = dict(samples)
     general: list[Step] = []
     by_replica: dict[str, list[Step]] = {name: [] for name in replicas}
@@ -64,18 +71,21 @@ def _candidates(samples: tuple[tuple[str, tuple[object, ...]], ...], replicas: t
             step: Step = cls(**dict(combination))
             owner = next((value for (name, value) in combination if FIELDS[name].replicas and value is not None), None)
             (general if owner is None else by_replica[cast(str, owner)]).append(step)
-    return (*general, *(step for steps in by_replica.values() for step in steps))
+    ordered = (*general, *(step for steps in by_replica.values() for step in steps))
+    return tuple(
+        (step, type(step), REFUSAL_ARGUMENTS[type(step)](step) if type(step) in REFUSAL_ARGUMENTS else ())
+        for step in ordered
+    )
 
 
 def enabled_steps(state: State) -> list[Step]:
     """Every candidate step whose precondition holds in ``state``, in candidate order.
     (Candidates name only the partition's replicas, so STEP-PRE-1 holds for each: the
     kind's own precondition is asked directly, through ``apply.REFUSALS``, which the
-    knockouts patch.)"""
-    out: list[Step] = []
-    for step in candidate_steps(state):
-        cls = type(step)
-        refusal = REFUSALS.get(cls)
-        if refusal is None or refusal(state, *REFUSAL_ARGUMENTS[cls](step)) is None:
-            out.append(step)
-    return out
+    knockouts patch: it is looked up on every call, never cached.)"""
+    refusals = REFUSALS
+    return [
+        step
+        for step, cls, arguments in _candidates_of(state)
+        if (refusal := refusals.get(cls)) is None or refusal(state, *arguments) is None
+    ]
