@@ -155,6 +155,28 @@ def test_a_mutant_fails_exactly_the_traces_where_the_reference_fires_its_rule(co
     )
 
 
+def test_failures_are_counted_by_first_difference_in_every_backend(corpus: Path, tmp_path: Path) -> None:
+    """Every failing trace counts under its signature (not only the first N kept for the
+    report), the counts sum to the failures, the examples are the first ids in corpus
+    order whatever the partitioning, and the totals survive the results file's JSON."""
+    impls = ["reference", "zoo:no-purgatory"]
+    inline, pool = replay(corpus, impls, out=tmp_path), replay(corpus, impls, backend="processes")
+    assert inline.signatures == pool.signatures and inline.examples == pool.examples
+    failed = outcomes(inline, "zoo:no-purgatory")["failed"]
+    mine = {sig: n for (impl, sig), n in inline.signatures.items() if impl == "zoo:no-purgatory"}
+    assert failed and sum(mine.values()) == failed
+    assert not any(impl == "reference" for impl, _ in inline.signatures)
+    records = per_trace(tmp_path)
+    failing = sorted(
+        (r["source"], t) for (impl, t), r in records.items() if impl == "zoo:no-purgatory" and r["outcome"] == "failed"
+    )
+    examples = [t for key, items in inline.examples.items() for _, t in items]
+    assert failing[0][1] in examples
+    assert all(len(items) <= 3 for items in inline.examples.values())
+    back = type(inline).from_json(json.loads(json.dumps(inline.to_json())))
+    assert back.signatures == inline.signatures and back.examples == inline.examples
+
+
 def test_malformed_lines_are_counted_with_file_and_line(tmp_path: Path) -> None:
     good = [dumps(generate_trace(1, i)) for i in range(3)]
     path = tmp_path / "c.jsonl"

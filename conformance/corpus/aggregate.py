@@ -26,12 +26,16 @@ import reference_impl
 
 from ..judging.levels import LEVELS
 from ..judging.safety import Coverage, certificate
+from ..judging.signature import blank, failure_signature
 from ..reports.results import FORMAT_VERSION
 
 FIRST_FAILURES = 100
 """Failures kept (with their trace ids) for the report; all are in the per-trace results."""
 
 RULE_FIELDS = ("traces", "passed", "failed", "errored", "diverged_at")
+
+EXAMPLES = 3
+"""Trace ids kept per failure signature (the first in corpus order)."""
 
 OrderKey = tuple[str, int, str, int]
 """(file, line, trace id, implementation position): corpus order."""
@@ -60,6 +64,13 @@ class Aggregate:
     """Implementation -> traces judged (passed or failed)."""
     safety: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
     """(implementation, property) -> [times checked, sorted missing fields, applicable]."""
+    signatures: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """(implementation, failure signature) -> failed or errored traces (``judging.signature``)."""
+    examples: dict[tuple[str, str], list[tuple[OrderKey, str]]] = field(default_factory=dict)
+    """(implementation, signature) -> the first ``EXAMPLES`` (order, trace id) in corpus order."""
+    ended_early: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """(implementation, why, particulars blanked) -> passed traces whose run ended before
+    their last step (a step the implementation lacks): passed on what ran, not on the whole trace."""
 
     @property
     def results(self) -> int:
@@ -80,7 +91,8 @@ class Aggregate:
                 exercised = int(c.get("exercised", c["checked"]))
                 self._cover((impl, pid), [int(c["checked"]), sorted(c["missing"]), bool(c["applicable"]), exercised])
         if outcome == "skipped":
-            self.skips[(impl, str(result.get("reason") or "no reason given"))] += 1
+            names = (fixture.get("config") or {}).get("replicas") or ()
+            self.skips[(impl, blank(str(result.get("reason") or "no reason given"), names))] += 1
         else:
             diverged = set((result.get("divergence") or {}).get("rules") or ())
             for rule in result.get("rules", ()):
@@ -94,8 +106,19 @@ class Aggregate:
                     row[3] += 1
                 if rule in diverged:
                     row[4] += 1
+        if outcome in ("failed", "errored"):
+            names = (fixture.get("config") or {}).get("replicas") or ()
+            key = (impl, failure_signature(result, names))
+            self.signatures[key] += 1
+            self._example(key, [(order, str(fixture.get("id", "")))])
+        elif outcome == "passed" and result.get("stopped"):
+            names = (fixture.get("config") or {}).get("replicas") or ()
+            self.ended_early[(impl, blank(str(result["stopped"]), names))] += 1
         if result["status"] in ("FAIL", "ERROR", "XPASS"):
             self._keep((order, result, fixture))
+
+    def _example(self, key: tuple[str, str], items: list[tuple[OrderKey, str]]) -> None:
+        self.examples[key] = heapq.nsmallest(EXAMPLES, self.examples.get(key, []) + items)
 
     def _cover(self, key: tuple[str, str], row: list[Any]) -> None:
         mine = self.safety.get(key)
@@ -135,6 +158,10 @@ class Aggregate:
         self.judged.update(other.judged)
         for key, row in other.safety.items():
             self._cover(key, row)
+        self.signatures.update(other.signatures)
+        for key, items in other.examples.items():
+            self._example(key, items)
+        self.ended_early.update(other.ended_early)
         self.malformed += other.malformed
         self.first = heapq.nsmallest(self.keep, self.first + other.first, key=lambda x: x[0])
         for impl, desc in other.descriptions.items():
@@ -158,6 +185,9 @@ class Aggregate:
             "level_failed": [[*k, n] for k, n in self.level_failed.items()],
             "judged": dict(self.judged),
             "safety": [[*k, row] for k, row in self.safety.items()],
+            "signatures": [[*k, n] for k, n in self.signatures.items()],
+            "examples": [[*k, [[list(o), t] for o, t in items]] for k, items in self.examples.items()],
+            "ended_early": [[*k, n] for k, n in self.ended_early.items()],
         }
 
     @classmethod
@@ -179,6 +209,12 @@ class Aggregate:
             (i, p): [int(r[0]), list(r[1]), bool(r[2]), int(r[3] if len(r) > 3 else r[0])]
             for i, p, r in data.get("safety", [])
         }
+        agg.signatures.update({(i, sig): int(n) for i, sig, n in data.get("signatures", [])})
+        agg.examples = {
+            (i, sig): [((o[0], int(o[1]), o[2], int(o[3])), str(t)) for o, t in items]
+            for i, sig, items in data.get("examples", [])
+        }
+        agg.ended_early.update({(i, why): int(n) for i, why, n in data.get("ended_early", [])})
         return agg
 
 
@@ -295,6 +331,19 @@ def document(
             "skip_reasons": [
                 {"implementation": impl, "reason": reason, "traces": n}
                 for (impl, reason), n in sorted(agg.skips.items(), key=lambda x: (x[0][0], -x[1], x[0][1]))
+            ],
+            "signatures": [
+                {
+                    "implementation": impl,
+                    "signature": sig,
+                    "traces": n,
+                    "examples": [t for _, t in agg.examples.get((impl, sig), [])],
+                }
+                for (impl, sig), n in sorted(agg.signatures.items(), key=lambda x: (x[0][0], -x[1], x[0][1]))
+            ],
+            "ended_early": [
+                {"implementation": impl, "reason": why, "traces": n}
+                for (impl, why), n in sorted(agg.ended_early.items(), key=lambda x: (x[0][0], -x[1], x[0][1]))
             ],
         },
     }

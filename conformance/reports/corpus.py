@@ -47,6 +47,12 @@ def summary(doc: dict[str, Any]) -> Table:
         top = ", ".join(f"{s['traces']} {s['implementation']}: {s['reason']}" for s in skips[:3])
         more = f" (and {len(skips) - 3} more reasons in results.json)" if len(skips) > 3 else ""
         note += f"; skipped: {top}{more}"
+    early = corpus.get("ended_early") or []
+    if early:
+        top = ", ".join(f"{s['traces']} {s['implementation']}: {s['reason']}" for s in early[:2])
+        note += f"; passed but ended before their last step (judged on the steps that ran): {top}"
+        if len(early) > 2:
+            note += f" (and {len(early) - 2} more reasons in results.json)"
     incomplete = corpus.get("incomplete")
     if isinstance(incomplete, dict):
         note += (

@@ -62,6 +62,7 @@ def render(doc: dict[str, Any]) -> str:
         _table(views.rules(doc), 2),
         _table(views.culprits(doc), 2),
         _table(views.safety_coverage(doc), 2),
+        _table(views.signatures(doc), 2),
     ]
     failures = views.failures(doc, include_expected=True)
     if failures:

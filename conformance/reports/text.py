@@ -65,6 +65,9 @@ def render(
     counts = views.failure_counts(doc)
     if counts.rows:
         tables.append(counts)
+    grouped = views.signatures(doc)
+    if grouped.rows:
+        tables.append(grouped)
     out = [_render(t, fmt, heading, color, width) for t in tables]
     failures = views.failures(doc)
     if failures:

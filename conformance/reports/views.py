@@ -7,6 +7,7 @@ Each view is format-neutral (headers and rows of strings); ``terminal``, ``markd
 - ``matrix``: fixtures x implementations, one status per cell;
 - ``rules``: which spec rules each implementation exercised and passed, and how often each
   rule fired at the very step where a run diverged (the likely culprit);
+- ``signatures``: failed and errored runs grouped by the kind of their first difference;
 - ``failures``: for each failing fixture, the differing fields at its first divergent step,
   with the step's kind and the rules the reference fired there.
 
@@ -20,6 +21,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from ..judging.levels import level_met
+from ..judging.signature import failure_signature
 from .cells import Table, counts_cell, impl_label, plural, rule_key, short_level
 
 STATUS_MARK = {"PASS": "pass", "FAIL": "FAIL", "ERROR": "ERROR", "SKIP": "skip", "XFAIL": "xfail", "XPASS": "XPASS"}
@@ -262,6 +264,37 @@ def failures(doc: dict[str, Any], include_expected: bool = False) -> list[Table]
             note += f"; {r['checked']} of {r['expectations']} expectations checked"
         out.append(Table(title, ["step", "field", "fails at", "expected", "actual"], rows, note))
     return out
+
+
+SIGNATURE_ROWS = 30
+"""Signatures shown (most traces first); the results document has them all."""
+
+
+def signatures(doc: dict[str, Any]) -> Table:
+    """Failed and errored runs per implementation, grouped by the kind of their first
+    difference (``judging.signature``), most first, with the first ids of each: ten
+    thousand failing traces read as the few classes they are."""
+    if "corpus" in doc:
+        rows_in = doc["corpus"].get("signatures") or []
+    else:
+        configs = {f["id"]: f.get("config") or {} for f in doc["fixtures"]}
+        grouped: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for r in doc["results"]:
+            if r["outcome"] in ("failed", "errored"):
+                names = configs.get(r["fixture"], {}).get("replicas") or ()
+                grouped[(r["implementation"], failure_signature(r, names))].append(r["fixture"])
+        rows_in = [
+            {"implementation": i, "signature": sig, "traces": len(ids), "examples": ids[:3]}
+            for (i, sig), ids in sorted(grouped.items(), key=lambda x: (x[0][0], -len(x[1]), x[0][1]))
+        ]
+    rows = [
+        [r["implementation"], str(r["traces"]), r["signature"], ", ".join(r["examples"])]
+        for r in rows_in[:SIGNATURE_ROWS]
+    ]
+    note = "failed and errored runs by where they first differ (ids wildcarded, numbers as N), most first"
+    if len(rows_in) > SIGNATURE_ROWS:
+        note += f"; the first {SIGNATURE_ROWS} of {len(rows_in)} signatures (every one is in the results document)"
+    return Table("Failures by first difference", ["implementation", "runs", "first difference", "e.g."], rows, note)
 
 
 def failure_counts(doc: dict[str, Any]) -> Table:

@@ -54,6 +54,7 @@ from ..judging.conventions import unsupported_step_field
 from ..judging.runner import FAILING_AT, run_fixture
 from ..judging.safety import Coverage, certificate
 from ..judging.settle import deliveries
+from ..judging.signature import field_kind
 from .distribution import NAMES, WEIGHTS, RandomChooser, draw_config, draw_initial, draw_steps, simpler, swarm
 from .explore import EXPECTED_VIOLATIONS, alphabet, state_key
 from .own_path import OwnPathRun, own_path
@@ -175,12 +176,7 @@ def proposal(step: Step, kinds: frozenset[str]) -> Step | None:
 
 def _signature(level: str, path: str) -> str:
     """A failure's kind: the level and the field with replica ids wildcarded."""
-    parts = path.split(".")
-    if len(parts) > 1 and parts[0] in ("replicas", "producer", "in_flight"):
-        parts[1] = "*"
-    if len(parts) > 3 and parts[2] == "remote_leo":
-        parts[3] = "*"
-    return f"{level}:{'.'.join(parts)}"
+    return f"{level}:{field_kind(path)}"
 
 
 class Judge:

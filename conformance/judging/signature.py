@@ -1,0 +1,67 @@
+"""A failure's signature: what kind of difference it is, with the particulars left out.
+
+Ten thousand failing traces are rarely ten thousand problems. Grouping them by where they
+first differ (the step kind, the field with replica ids and producer ids wildcarded, or
+the refusal with its numbers blanked) gives the handful of classes a person then reads
+one example of each: ``kconform replay`` counts every failing trace per signature
+(``conformance/corpus/aggregate.py``), and fuzz names a disagreement by the same field
+kind (``conformance/search/stateful.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+WILDCARDED = ("replicas", "producer")
+"""Observation sections whose second path part is an id (a replica, a produce);
+``answers.<kind>.<replica>`` has it third."""
+
+_NUMBER = re.compile(r"(?<![\w-])-?\d+(?:\.\d+)?")
+"""A number standing alone (not a rule id's ``-3``, not part of a name)."""
+
+MAX_TEXT = 160
+"""A refusal or error message is cut here: the start says what it is."""
+
+
+def field_kind(path: str) -> str:
+    """``path`` with the ids in it wildcarded: ``replicas.B.remote_leo.C`` ->
+    ``replicas.*.remote_leo.*``."""
+    parts = path.split(".")
+    if len(parts) > 1 and parts[0] in WILDCARDED:
+        parts[1] = "*"
+    if len(parts) > 2 and parts[0] == "answers":
+        parts[2] = "*"
+    if len(parts) > 3 and parts[2] in ("remote_leo", "last_caught_up_ms"):
+        parts[3] = "*"
+    return ".".join(parts)
+
+
+def blank(text: str, names: Iterable[str] = ()) -> str:
+    """A message without its particulars: numbers as ``N``, the given names (replica ids)
+    as ``*``, cut at ``MAX_TEXT`` characters."""
+    out = _NUMBER.sub("N", text)
+    ids = sorted({n for n in names if n}, key=len, reverse=True)
+    if ids:
+        out = re.sub(r"(?<![\w-])(?:" + "|".join(map(re.escape, ids)) + r")(?![\w-])", "*", out)
+    return out if len(out) <= MAX_TEXT else out[: MAX_TEXT - 1] + "…"
+
+
+def failure_signature(result: Mapping[str, Any], replicas: Iterable[str] = ()) -> str:
+    """The signature of a failed or errored run's result record (``runner`` shape): its
+    first difference as ``<step kind>: <field kind>`` (a refused or refusing step:
+    ``<step kind>: <what happened>``), or ``error: <message>`` for an errored run."""
+    names = tuple(replicas)
+    if result.get("outcome") == "errored":
+        return "error: " + blank(str(result.get("reason") or result.get("detail") or "no reason"), names)
+    first = result.get("divergence") or next(iter(result.get("failures") or ()), None)
+    if not first:
+        return "failed: " + blank(str(result.get("reason") or "no reason"), names)
+    kind = first.get("kind") or "step"
+    if first.get("property"):
+        return f"{kind}: safety {first['property']}"
+    field = str(first.get("field") or "")
+    if field == "(step)":
+        return f"{kind}: expected {first.get('expected')}, " + blank(str(first.get("actual")), names)
+    return f"{kind}: {field_kind(field)}"

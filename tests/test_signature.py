@@ -1,0 +1,54 @@
+"""Failure signatures (``conformance/judging/signature.py``): a class of failures, its particulars left out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.judging.signature import MAX_TEXT, blank, failure_signature, field_kind
+from conformance.reports import views
+
+
+def test_ids_in_field_paths_are_wildcarded_and_names_kept() -> None:
+    assert field_kind("replicas.B.remote_leo.C") == "replicas.*.remote_leo.*"
+    assert field_kind("replicas.A.log") == "replicas.*.log"
+    assert field_kind("producer.p7") == "producer.*"
+    assert field_kind("answers.fetch.B.records") == "answers.fetch.*.records"
+    assert field_kind("in_flight.fetch_responses") == "in_flight.fetch_responses"
+    assert field_kind("isr") == "isr"
+
+
+def test_messages_lose_numbers_and_replica_ids_but_not_rule_ids() -> None:
+    text = "rejected [FETCH-LEADER-3]: max_records 1 ends inside a batch of 3 records at offset 13 of B"
+    assert blank(text, ["B", "C"]) == (
+        "rejected [FETCH-LEADER-3]: max_records N ends inside a batch of N records at offset N of *"
+    )
+    assert blank("A epoch 1 -> -1", ["A"]) == "* epoch N -> N"
+    assert blank("BB is not B", ["B"]) == "BB is not *", "whole names only"
+    assert len(blank("x" * 500)) == MAX_TEXT
+
+
+def _result(outcome: str = "failed", **first: Any) -> dict[str, Any]:
+    return {"outcome": outcome, "fixture": "t", "implementation": "i", "divergence": first or None, "reason": "boom 7"}
+
+
+def test_a_failure_is_named_by_its_first_difference() -> None:
+    assert failure_signature(_result(kind="fetch_round", field="replicas.C.leo")) == "fetch_round: replicas.*.leo"
+    refused = _result(kind="fetch", field="(step)", expected="accepted", actual="rejected [X-1]: B has 2")
+    assert failure_signature(refused, ["B"]) == "fetch: expected accepted, rejected [X-1]: * has N"
+    assert failure_signature(_result(kind="produce", property="SAFE-ACKED")) == "produce: safety SAFE-ACKED"
+    assert failure_signature(_result("errored")) == "error: boom N"
+    assert failure_signature(_result()) == "failed: boom N"
+
+
+def test_a_fixture_run_report_groups_its_failures_too() -> None:
+    doc = {
+        "fixtures": [{"id": f, "config": {"replicas": ["A", "B"]}} for f in ("f1", "f2", "f3")],
+        "results": [
+            {**_result(kind="tick", field="replicas.A.hw"), "fixture": "f1"},
+            {**_result(kind="tick", field="replicas.B.hw"), "fixture": "f2"},
+            {**_result(kind="elect", field="leader"), "fixture": "f3"},
+            {"outcome": "passed", "fixture": "f3", "implementation": "i"},
+        ],
+    }
+    table = views.signatures(doc)
+    assert table.rows == [["i", "2", "tick: replicas.*.hw", "f1, f2"], ["i", "1", "elect: leader", "f3"]]
