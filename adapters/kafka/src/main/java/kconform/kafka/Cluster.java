@@ -27,6 +27,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.compress.Compression;
 import org.apache.kafka.common.config.TopicConfig;
+import org.apache.kafka.common.metadata.PartitionChangeRecord;
 import org.apache.kafka.common.errors.ApiException;
 import org.apache.kafka.common.message.FetchResponseData;
 import org.apache.kafka.common.message.OffsetForLeaderEpochResponseData;
@@ -38,11 +39,14 @@ import org.apache.kafka.common.record.internal.RecordBatch;
 import org.apache.kafka.common.record.internal.Records;
 import org.apache.kafka.common.record.internal.SimpleRecord;
 import org.apache.kafka.common.requests.FetchRequest;
+import org.apache.kafka.controller.PartitionChangeBuilder;
 import org.apache.kafka.metadata.ConfigRepository;
 import org.apache.kafka.metadata.LeaderAndIsr;
 import org.apache.kafka.metadata.LeaderRecoveryState;
 import org.apache.kafka.metadata.MetadataCache;
 import org.apache.kafka.metadata.PartitionRegistration;
+import org.apache.kafka.metadata.Replicas;
+import org.apache.kafka.server.common.ApiMessageAndVersion;
 import org.apache.kafka.server.common.MetadataVersion;
 import org.apache.kafka.server.common.OffsetAndEpoch;
 import org.apache.kafka.server.common.RequestLocal;
@@ -95,6 +99,9 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     static final TopicPartition TP = new TopicPartition(TOPIC, 0);
     static final Uuid TOPIC_ID = new Uuid(0x6b636f6e666f726dL, 0x6b61666b61303031L);
     private static final int MAX_BYTES = 1 << 20;
+
+    /** Brokers fenced by the controller while running (heartbeat_lapse), for the length of the step. */
+    private final Set<Integer> fenced = new TreeSet<>();
 
     /** A follower's fetch as the leader received it (FetchParams + PartitionData). */
     record FetchRequestState(Broker follower, Broker leader, long session, int requestEpoch,
@@ -293,8 +300,12 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         });
     }
 
+    /** Alive and unfenced in the metadata: not a failure the controller handled, and not fenced
+     * now (heartbeat_lapse). KRaftMetadataCache reads all three answers from the registration's
+     * fenced flag: hasAliveBroker and getAliveBrokerEpoch skip a fenced broker, isBrokerFenced
+     * says so. */
     private boolean aliveInMetadata(int id) {
-        return id >= 0 && id < brokers.size() && !down.contains(id);
+        return id >= 0 && id < brokers.size() && !down.contains(id) && !fenced.contains(id);
     }
 
     private AlterPartitionManager alterPartitionManager(Broker b) {
@@ -446,6 +457,61 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         p.answer().complete(new LeaderAndIsr(req.leader(), req.leaderEpoch(), proposed,
             LeaderRecoveryState.RECOVERED, ctrlPartitionEpoch));
         sendInOrder(b);
+    }
+
+    /**
+     * heartbeat_lapse (CTRL-FENCE-1): a live follower's heartbeats lapse, the controller fences it,
+     * and it is unfenced at its next heartbeat.
+     *
+     * The fencing is ReplicationControlManager.handleBrokerFenced: for a partition whose ISR holds
+     * the broker, KRaft's own PartitionChangeBuilder computes the change (target ISR without it,
+     * the broker not an acceptable leader; no leader-epoch bump on a shrink at this metadata
+     * version, KAFKA-15021; without ELR an ISR never becomes empty) and the record is merged into
+     * the registration (PartitionRegistration.merge). The record reaches the live brokers as
+     * metadata while the broker is fenced in their MetadataCache, so the leader's makeLeader ->
+     * maybeIncrementLeaderHW skips it (Partition.isReplicaIsrEligible, KIP-841) and waiting
+     * produces are checked then. The unfencing (handleBrokerUnfenced) writes the registration
+     * change and elects only in leaderless partitions.
+     *
+     * The adapter's part: elections happen at elect, as for restart (whose unfencing would elect in
+     * KRaft too): a leaderless partition stays leaderless here, so the builder accepts no new leader
+     * then (docs/kafka.md).
+     */
+    void heartbeatLapse(String name) throws Rejected {
+        Broker b = broker(name);
+        if (!b.online) {
+            throw new Rejected("CTRL-FENCE-PRE-1", "heartbeat_lapse: replica " + name + " is offline");
+        }
+        if (ctrlLeader != null && ctrlLeader == b.id) {
+            throw new Rejected("CTRL-FENCE-PRE-1", "heartbeat_lapse: " + name + " leads; fencing a live"
+                + " leader elects another while it still runs, which is not modelled (write crash, then elect)");
+        }
+        fenced.add(b.id);
+        try {
+            if (ctrlIsr.contains(b.id)) { // BrokersToIsrs.partitionsWithBrokerInIsr
+                PartitionRegistration now = toKafka(registration());
+                Integer leader = ctrlLeader;
+                PartitionChangeBuilder builder = new PartitionChangeBuilder(now, TOPIC_ID, TP.partition(),
+                    r -> leader != null && r != b.id && aliveInMetadata(r),
+                    MetadataVersion.latestProduction(), minIsr, false)
+                    .setElection(unclean ? PartitionChangeBuilder.Election.UNCLEAN : PartitionChangeBuilder.Election.ONLINE)
+                    .setTargetIsr(Replicas.toList(Replicas.copyWithout(now.isr, b.id)))
+                    .setDefaultDirProvider(id -> DirectoryId.UNASSIGNED);
+                Optional<ApiMessageAndVersion> change = builder.build();
+                if (change.isPresent()) {
+                    PartitionRegistration next = now.merge((PartitionChangeRecord) change.get().message());
+                    boolean newLeaderEpoch = next.leaderEpoch != ctrlEpoch;
+                    ctrlLeader = next.leader == LeaderAndIsr.NO_LEADER ? null : next.leader;
+                    ctrlEpoch = next.leaderEpoch;
+                    ctrlPartitionEpoch = next.partitionEpoch;
+                    ctrlIsr = new ArrayList<>(Replicas.toList(next.isr));
+                    publish(newLeaderEpoch, null);
+                }
+            }
+            completeAllPending(); // DelayedProduce: the HW the leader moved while the broker was fenced
+        } finally {
+            fenced.remove(b.id); // handleBrokerUnfenced at its next heartbeat
+        }
     }
 
     // ------------------------------------------------------------------ steps
