@@ -193,11 +193,11 @@ def test_kafka_and_the_reference_agree_where_kafka_showed_the_reference_wrong(bu
 
 
 def test_kafka_passes_the_open_candidate_fixtures_the_reference_fails(built: Path) -> None:
-    """The open candidate reference errors (docs/kafka.md, candidate 4) state what Kafka 4.x
+    """The open candidate reference errors (docs/kafka.md, candidates 4 and 5) state what Kafka 4.x
     does; if the adapter stops showing it (or the reference starts to), the classification is
     stale and the witness should move to the bundled fixtures with its rule."""
     fixtures, problems = kconform.load_fixtures([Path(built) / "candidates"])
-    assert not problems and len(fixtures) == 2
+    assert not problems and len(fixtures) == 4
     document = kconform.run_suite(
         [
             kconform.Implementation("kafka", kconform.resolve("kafka")),

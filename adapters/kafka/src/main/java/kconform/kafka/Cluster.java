@@ -186,8 +186,15 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
                     }
                 }
             }
+        }
+        // The leader's view of its followers, once every broker has started: the fetch it stands
+        // for carries the follower's broker epoch, which a broker gets when it starts (before,
+        // a follower listed after its leader had none, so it was not ISR-eligible, KIP-903).
+        for (Broker b : brokers) {
             if ("leader".equals(b.role)) {
-                givenRemoteLeos((Map<String, Object>) rs.get("remote_leo"), (f, leo) -> b.partition.getReplica(f.id).get()
+                UnifiedLog log = b.partition.localLogOrException();
+                givenRemoteLeos((Map<String, Object>) given.get(b.name).get("remote_leo"), (f, leo) -> b.partition
+                    .getReplica(f.id).get()
                     .updateFetchStateOrThrow(new org.apache.kafka.storage.internals.log.LogOffsetMetadata(leo),
                         0L, time.milliseconds(), log.logEndOffset(), f.session));
             }
