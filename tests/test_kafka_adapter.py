@@ -197,7 +197,7 @@ def test_kafka_passes_the_open_candidate_fixtures_the_reference_fails(built: Pat
     does; if the adapter stops showing it (or the reference starts to), the classification is
     stale and the witness should move to the bundled fixtures with its rule."""
     fixtures, problems = kconform.load_fixtures([Path(built) / "candidates"])
-    assert not problems and len(fixtures) == 4
+    assert not problems and len(fixtures) == 5
     document = kconform.run_suite(
         [
             kconform.Implementation("kafka", kconform.resolve("kafka")),
