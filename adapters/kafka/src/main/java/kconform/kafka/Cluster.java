@@ -192,12 +192,41 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         // a follower listed after its leader had none, so it was not ISR-eligible, KIP-903).
         for (Broker b : brokers) {
             if ("leader".equals(b.role)) {
-                UnifiedLog log = b.partition.localLogOrException();
-                givenRemoteLeos((Map<String, Object>) given.get(b.name).get("remote_leo"), (f, leo) -> b.partition
-                    .getReplica(f.id).get()
-                    .updateFetchStateOrThrow(new org.apache.kafka.storage.internals.log.LogOffsetMetadata(leo),
-                        0L, time.milliseconds(), log.logEndOffset(), f.session));
+                givenFollowerViews(b, given.get(b.name), (f, leo, caughtUpMs) -> givenFollowerView(b, f, leo, caughtUpMs));
             }
+        }
+    }
+
+    /**
+     * A given leader's view of follower f, built as fetches would build it: makeLeader left it
+     * unknown (Replica.resetReplicaState of a new leader: no LEO, no previous fetch, no broker
+     * epoch; caught up now if an ISR member, else never). A given LEO is a fetch at it now
+     * (updateFetchStateOrThrow at the leader's LEO: the previous fetch is at that LEO, now); a
+     * given caught-up time below the leader's LEO is a fetch at that time reaching the follower's
+     * own LEO first. Kafka 4.4 has no other way to set lastCaughtUpTimeMs (it only grows, and a
+     * fetch at the leader's LEO makes the follower caught up now), so a given state it cannot
+     * reach this way is refused, naming the field.
+     */
+    private void givenFollowerView(Broker leader, Broker f, Long leo, Long caughtUpMs) {
+        org.apache.kafka.server.replica.Replica replica = leader.partition.getReplica(f.id).get();
+        long leaderLeo = leader.partition.localLogOrException().logEndOffset();
+        long now = time.milliseconds();
+        if (leo != null) {
+            if (caughtUpMs != null && leo < leaderLeo) {
+                replica.updateFetchStateOrThrow(new org.apache.kafka.storage.internals.log.LogOffsetMetadata(leo),
+                    0L, caughtUpMs, leo, f.session);
+            }
+            replica.updateFetchStateOrThrow(new org.apache.kafka.storage.internals.log.LogOffsetMetadata(leo),
+                0L, now, leaderLeo, f.session);
+        }
+        long built = replica.stateSnapshot().lastCaughtUpTimeMs();
+        long wanted = caughtUpMs == null ? 0L : caughtUpMs;
+        if (built != wanted) {
+            throw new IllegalArgumentException("initial.replicas." + leader.name + ".last_caught_up_ms." + f.name
+                + ": Kafka 4.4's leader cannot be given this view of " + f.name + " (remote LEO " + leo
+                + ", leader LEO " + leaderLeo + "): its Replica's last caught-up time is set only by"
+                + " makeLeader (now for an ISR member, never for the others) and by fetches, which make a"
+                + " follower at the leader's LEO caught up now");
         }
     }
 
