@@ -119,9 +119,9 @@ def test_a_given_caught_up_time_holds_the_hw_as_kafka_would(kafka: StdioAdapter)
     """remote_leo and last_caught_up_ms are built as fetches would build them: B, out of the
     ISR at 0 of A's LEO 1 but caught up at time 0, holds A's HW (HW-LEADER-2); never caught
     up (the default outside the ISR), it does not."""
-    initial = {"leader": "A", "isr": ["A"], "replicas": {"A": {"log": ["m0@0"], "hw": 0, "remote_leo": {"B": 0}}}}
     for caught_up, hw in ((0, 0), (None, 2)):
-        initial["replicas"]["A"]["last_caught_up_ms"] = {"B": caught_up}
+        leader = {"log": ["m0@0"], "hw": 0, "remote_leo": {"B": 0}, "last_caught_up_ms": {"B": caught_up}}
+        initial: dict[str, Any] = {"leader": "A", "isr": ["A"], "replicas": {"A": leader}}
         kafka.reset(CONFIG, _given(CONFIG, initial))
         obs = step(kafka, kind="produce", values=["m1"], acks="1", id="p1", to=None)
         assert obs["replicas"]["A"]["hw"] == hw, caught_up
@@ -237,7 +237,7 @@ def test_kafka_and_the_reference_agree_where_kafka_showed_the_reference_wrong(bu
 
 
 def test_kafka_passes_the_open_candidate_fixtures_the_reference_fails(built: Path) -> None:
-    """The open candidate reference errors (docs/kafka.md, candidates 4 and 5) state what Kafka 4.x
+    """The open candidate reference errors (docs/kafka.md, candidates 4, 5 and F) state what Kafka 4.x
     does; if the adapter stops showing it (or the reference starts to), the classification is
     stale and the witness should move to the bundled fixtures with its rule."""
     fixtures, problems = kconform.load_fixtures([Path(built) / "candidates"])
