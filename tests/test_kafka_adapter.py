@@ -107,6 +107,50 @@ def test_a_step_kafka_refuses_is_rejected_with_the_rule(kafka: StdioAdapter) -> 
     assert result.rejected is not None and result.rule == "ISR-ALTER-PRE-1"
 
 
+def _given(config: dict[str, Any], initial: dict[str, Any]) -> dict[str, Any]:
+    """The given state as kconform sends it: every default spelled out."""
+    from reference_impl import config_from_dict
+    from reference_impl.given import normalise
+
+    return normalise(config_from_dict(config), initial)
+
+
+def test_a_given_caught_up_time_holds_the_hw_as_kafka_would(kafka: StdioAdapter) -> None:
+    """remote_leo and last_caught_up_ms are built as fetches would build them: B, out of the
+    ISR at 0 of A's LEO 1 but caught up at time 0, holds A's HW (HW-LEADER-2); never caught
+    up (the default outside the ISR), it does not."""
+    for caught_up, hw in ((0, 0), (None, 2)):
+        leader = {"log": ["m0@0"], "hw": 0, "remote_leo": {"B": 0}, "last_caught_up_ms": {"B": caught_up}}
+        initial: dict[str, Any] = {"leader": "A", "isr": ["A"], "replicas": {"A": leader}}
+        kafka.reset(CONFIG, _given(CONFIG, initial))
+        obs = step(kafka, kind="produce", values=["m1"], acks="1", id="p1", to=None)
+        assert obs["replicas"]["A"]["hw"] == hw, caught_up
+
+
+def test_a_given_view_kafka_cannot_reach_is_refused_naming_the_field(kafka: StdioAdapter) -> None:
+    """A follower at the leader's LEO is caught up when it fetched there; Kafka 4.4 has no way
+    to hold one that never was (the reset answers ok: false, spec/adapter-protocol.md)."""
+    from conformance.adapters.base import AdapterError
+
+    initial = {"leader": "A", "isr": ["A"], "replicas": {"A": {"remote_leo": {"B": 0}}}}
+    with pytest.raises(AdapterError, match=r"initial\.replicas\.A\.last_caught_up_ms\.B"):
+        kafka.reset(CONFIG, _given(CONFIG, initial))
+
+
+def test_heartbeat_lapse_fences_a_live_follower_at_the_same_leader_epoch(kafka: StdioAdapter) -> None:
+    """CTRL-FENCE-1 through KRaft's PartitionChangeBuilder: B leaves the ISR (partition epoch
+    + 1, leader epoch kept), and A, applying it while B is fenced, moves its HW past m0 and
+    acknowledges the acks=all produce; B stays a live follower. The leader is refused."""
+    kafka.reset(CONFIG)
+    step(kafka, kind="produce", values=["m0"], acks="all", id="p1", to=None)
+    refused = kafka.step({"kind": "heartbeat_lapse", "replica": "A"})
+    assert refused.rejected is not None and refused.rule == "CTRL-FENCE-PRE-1"
+    obs = step(kafka, kind="heartbeat_lapse", replica="B")
+    assert (obs["isr"], obs["leader_epoch"], obs["partition_epoch"]) == (["A"], 0, 1)
+    assert obs["replicas"]["A"]["hw"] == 1 and obs["producer"] == {"p1": "acked"}
+    assert obs["replicas"]["B"]["online"] and obs["replicas"]["B"]["role"] == "follower"
+
+
 def test_every_runnable_bundled_fixture_passes_exactly_or_cannot_be_expressed(built: Path) -> None:
     fixtures, problems = kconform.load_fixtures([kconform.BUNDLED_FIXTURES])
     assert not problems
@@ -193,11 +237,11 @@ def test_kafka_and_the_reference_agree_where_kafka_showed_the_reference_wrong(bu
 
 
 def test_kafka_passes_the_open_candidate_fixtures_the_reference_fails(built: Path) -> None:
-    """The open candidate reference errors (docs/kafka.md, candidate 4) state what Kafka 4.x
+    """The open candidate reference errors (docs/kafka.md, candidates 4, 5 and F) state what Kafka 4.x
     does; if the adapter stops showing it (or the reference starts to), the classification is
     stale and the witness should move to the bundled fixtures with its rule."""
     fixtures, problems = kconform.load_fixtures([Path(built) / "candidates"])
-    assert not problems and len(fixtures) == 2
+    assert not problems and len(fixtures) == 5
     document = kconform.run_suite(
         [
             kconform.Implementation("kafka", kconform.resolve("kafka")),

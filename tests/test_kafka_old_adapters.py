@@ -148,6 +148,24 @@ def test_a_crashed_leader_recovers_its_log_and_the_checkpointed_hw(kafka: StdioA
     )
 
 
+def test_a_given_view_of_a_follower_is_the_one_the_state_states(kafka: StdioAdapter) -> None:
+    """remote_leo and last_caught_up_ms set the leader's Replica as given (updateFetchState, then
+    resetLastCaughtUpTime, as makeLeader sets it): B, out of the ISR, holds A's HW exactly when it
+    is given as caught up (HW-LEADER-2), also at A's LEO, where a fetch would have made it so."""
+    from reference_impl import config_from_dict
+    from reference_impl.given import normalise
+
+    for log, caught_up, hw in ((["m0@0"], 0, 0), (["m0@0"], None, 2), ([], 0, 0), ([], None, 1)):
+        initial = {
+            "leader": "A",
+            "isr": ["A"],
+            "replicas": {"A": {"log": log, "hw": 0, "remote_leo": {"B": 0}, "last_caught_up_ms": {"B": caught_up}}},
+        }
+        kafka.reset(CONFIG, normalise(config_from_dict(CONFIG), initial))
+        obs = step(kafka, kind="produce", values=["m1"], acks="1", id="p1", to=None)
+        assert obs["replicas"]["A"]["hw"] == hw, (log, caught_up)
+
+
 def test_every_runnable_bundled_fixture_passes_or_is_classified(built: Path) -> None:
     fixtures, problems = kconform.load_fixtures([kconform.BUNDLED_FIXTURES])
     assert not problems
@@ -177,7 +195,7 @@ def test_kafka_26_passes_the_candidate_fixtures_the_reference_fails(built: Path)
     stale. The no-leader witness also breaks SAFE-EPOCHS-INCREASE on Kafka (a restarted broker
     knows epoch -1), which is part of that finding."""
     fixtures, problems = kconform.load_fixtures([built / "candidates"])
-    assert not problems and len(fixtures) == 3
+    assert not problems and len(fixtures) == 5
     document = kconform.run_suite(
         [
             kconform.Implementation("kafka-2.6", kconform.resolve("kafka-2.6")),

@@ -166,8 +166,18 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
             // makeLeader may have moved the HW (an ISR of one); the given state says where it is.
             log.updateHighWatermark(((Number) rs.get("hw")).longValue());
             if (b.partition.isLeader()) {
-                givenRemoteLeos((Map<String, Object>) rs.get("remote_leo"), (f, leo) -> b.partition.getReplica(f.id).get()
-                    .updateFetchState(new LogOffsetMetadata(leo, -1L, -1), 0L, time.milliseconds(), log.logEndOffset()));
+                givenFollowerViews(b, rs, (f, leo, caughtUpMs) -> {
+                    // a given LEO is a fetch at it now (the previous fetch: at the leader's LEO, now);
+                    // then the given caught-up time (Replica.resetLastCaughtUpTime, as makeLeader
+                    // sets it), the previous fetch kept (unknown, time 0, without a given LEO)
+                    kafka.cluster.Replica replica = b.partition.getReplica(f.id).get();
+                    long now = time.milliseconds();
+                    if (leo != null) {
+                        replica.updateFetchState(new LogOffsetMetadata(leo, -1L, -1), 0L, now, log.logEndOffset());
+                    }
+                    replica.resetLastCaughtUpTime(leo != null ? log.logEndOffset() : -1L, leo != null ? now : 0L,
+                        caughtUpMs != null ? caughtUpMs : 0L);
+                });
             }
         }
     }

@@ -306,15 +306,37 @@ public abstract class ClusterCore<B extends BrokerCore<R, A>, R extends Follower
         afterStep();
     }
 
-    /** A given leader's view of its followers' LEOs (the state's remote_leo; null: none known). */
-    protected final void givenRemoteLeos(Map<String, Object> remote, java.util.function.ObjLongConsumer<B> set) {
-        if (remote == null) {
-            return;
-        }
-        for (Map.Entry<String, Object> e : remote.entrySet()) {
-            if (e.getValue() != null) {
-                set.accept(broker(e.getKey()), ((Number) e.getValue()).longValue());
+    /** How a line sets a given leader's view of one follower (see givenFollowerViews). */
+    @FunctionalInterface
+    protected interface FollowerView<B> {
+        /** leo: the follower's LEO (null: unknown); caughtUpMs: when it was last caught up, on
+         * this cluster's clock (null: never). */
+        void set(B follower, Long leo, Long caughtUpMs) throws IOException;
+    }
+
+    /**
+     * A given leader's view of each follower (spec/adapter-protocol.md "reset": remote_leo, null
+     * unknown; last_caught_up_ms, null never, on kconform's clock from 0). Where the state leaves
+     * last_caught_up_ms out it is INIT-5's default: ISR members caught up now, others never.
+     */
+    @SuppressWarnings("unchecked")
+    protected final void givenFollowerViews(B leader, Map<String, Object> leaderGiven, FollowerView<B> set)
+        throws IOException {
+        Map<String, Object> remote = (Map<String, Object>) leaderGiven.get("remote_leo");
+        Map<String, Object> caught = (Map<String, Object>) leaderGiven.get("last_caught_up_ms");
+        for (B f : brokers) {
+            if (f == leader) {
+                continue;
             }
+            Object leo = remote == null ? null : remote.get(f.name);
+            Long caughtUpMs;
+            if (caught == null || !caught.containsKey(f.name)) {
+                caughtUpMs = ctrlIsr.contains(f.id) ? ManualClock.ORIGIN_MS : null;
+            } else {
+                Object at = caught.get(f.name);
+                caughtUpMs = at == null ? null : ManualClock.ORIGIN_MS + ((Number) at).longValue();
+            }
+            set.set(f, leo == null ? null : ((Number) leo).longValue(), caughtUpMs);
         }
     }
 

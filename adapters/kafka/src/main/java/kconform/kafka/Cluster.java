@@ -27,6 +27,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.compress.Compression;
 import org.apache.kafka.common.config.TopicConfig;
+import org.apache.kafka.common.metadata.PartitionChangeRecord;
 import org.apache.kafka.common.errors.ApiException;
 import org.apache.kafka.common.message.FetchResponseData;
 import org.apache.kafka.common.message.OffsetForLeaderEpochResponseData;
@@ -38,11 +39,14 @@ import org.apache.kafka.common.record.internal.RecordBatch;
 import org.apache.kafka.common.record.internal.Records;
 import org.apache.kafka.common.record.internal.SimpleRecord;
 import org.apache.kafka.common.requests.FetchRequest;
+import org.apache.kafka.controller.PartitionChangeBuilder;
 import org.apache.kafka.metadata.ConfigRepository;
 import org.apache.kafka.metadata.LeaderAndIsr;
 import org.apache.kafka.metadata.LeaderRecoveryState;
 import org.apache.kafka.metadata.MetadataCache;
 import org.apache.kafka.metadata.PartitionRegistration;
+import org.apache.kafka.metadata.Replicas;
+import org.apache.kafka.server.common.ApiMessageAndVersion;
 import org.apache.kafka.server.common.MetadataVersion;
 import org.apache.kafka.server.common.OffsetAndEpoch;
 import org.apache.kafka.server.common.RequestLocal;
@@ -95,6 +99,9 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     static final TopicPartition TP = new TopicPartition(TOPIC, 0);
     static final Uuid TOPIC_ID = new Uuid(0x6b636f6e666f726dL, 0x6b61666b61303031L);
     private static final int MAX_BYTES = 1 << 20;
+
+    /** Brokers fenced by the controller while running (heartbeat_lapse), for the length of the step. */
+    private final Set<Integer> fenced = new TreeSet<>();
 
     /** A follower's fetch as the leader received it (FetchParams + PartitionData). */
     record FetchRequestState(Broker follower, Broker leader, long session, int requestEpoch,
@@ -179,11 +186,47 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
                     }
                 }
             }
+        }
+        // The leader's view of its followers, once every broker has started: the fetch it stands
+        // for carries the follower's broker epoch, which a broker gets when it starts (before,
+        // a follower listed after its leader had none, so it was not ISR-eligible, KIP-903).
+        for (Broker b : brokers) {
             if ("leader".equals(b.role)) {
-                givenRemoteLeos((Map<String, Object>) rs.get("remote_leo"), (f, leo) -> b.partition.getReplica(f.id).get()
-                    .updateFetchStateOrThrow(new org.apache.kafka.storage.internals.log.LogOffsetMetadata(leo),
-                        0L, time.milliseconds(), log.logEndOffset(), f.session));
+                givenFollowerViews(b, given.get(b.name), (f, leo, caughtUpMs) -> givenFollowerView(b, f, leo, caughtUpMs));
             }
+        }
+    }
+
+    /**
+     * A given leader's view of follower f, built as fetches would build it: makeLeader left it
+     * unknown (Replica.resetReplicaState of a new leader: no LEO, no previous fetch, no broker
+     * epoch; caught up now if an ISR member, else never). A given LEO is a fetch at it now
+     * (updateFetchStateOrThrow at the leader's LEO: the previous fetch is at that LEO, now); a
+     * given caught-up time below the leader's LEO is a fetch at that time reaching the follower's
+     * own LEO first. Kafka 4.4 has no other way to set lastCaughtUpTimeMs (it only grows, and a
+     * fetch at the leader's LEO makes the follower caught up now), so a given state it cannot
+     * reach this way is refused, naming the field.
+     */
+    private void givenFollowerView(Broker leader, Broker f, Long leo, Long caughtUpMs) {
+        org.apache.kafka.server.replica.Replica replica = leader.partition.getReplica(f.id).get();
+        long leaderLeo = leader.partition.localLogOrException().logEndOffset();
+        long now = time.milliseconds();
+        if (leo != null) {
+            if (caughtUpMs != null && leo < leaderLeo) {
+                replica.updateFetchStateOrThrow(new org.apache.kafka.storage.internals.log.LogOffsetMetadata(leo),
+                    0L, caughtUpMs, leo, f.session);
+            }
+            replica.updateFetchStateOrThrow(new org.apache.kafka.storage.internals.log.LogOffsetMetadata(leo),
+                0L, now, leaderLeo, f.session);
+        }
+        long built = replica.stateSnapshot().lastCaughtUpTimeMs();
+        long wanted = caughtUpMs == null ? 0L : caughtUpMs;
+        if (built != wanted) {
+            throw new IllegalArgumentException("initial.replicas." + leader.name + ".last_caught_up_ms." + f.name
+                + ": Kafka 4.4's leader cannot be given this view of " + f.name + " (remote LEO " + leo
+                + ", leader LEO " + leaderLeo + "): its Replica's last caught-up time is set only by"
+                + " makeLeader (now for an ISR member, never for the others) and by fetches, which make a"
+                + " follower at the leader's LEO caught up now");
         }
     }
 
@@ -293,8 +336,12 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         });
     }
 
+    /** Alive and unfenced in the metadata: not a failure the controller handled, and not fenced
+     * now (heartbeat_lapse). KRaftMetadataCache reads all three answers from the registration's
+     * fenced flag: hasAliveBroker and getAliveBrokerEpoch skip a fenced broker, isBrokerFenced
+     * says so. */
     private boolean aliveInMetadata(int id) {
-        return id >= 0 && id < brokers.size() && !down.contains(id);
+        return id >= 0 && id < brokers.size() && !down.contains(id) && !fenced.contains(id);
     }
 
     private AlterPartitionManager alterPartitionManager(Broker b) {
@@ -446,6 +493,61 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         p.answer().complete(new LeaderAndIsr(req.leader(), req.leaderEpoch(), proposed,
             LeaderRecoveryState.RECOVERED, ctrlPartitionEpoch));
         sendInOrder(b);
+    }
+
+    /**
+     * heartbeat_lapse (CTRL-FENCE-1): a live follower's heartbeats lapse, the controller fences it,
+     * and it is unfenced at its next heartbeat.
+     *
+     * The fencing is ReplicationControlManager.handleBrokerFenced: for a partition whose ISR holds
+     * the broker, KRaft's own PartitionChangeBuilder computes the change (target ISR without it,
+     * the broker not an acceptable leader; no leader-epoch bump on a shrink at this metadata
+     * version, KAFKA-15021; without ELR an ISR never becomes empty) and the record is merged into
+     * the registration (PartitionRegistration.merge). The record reaches the live brokers as
+     * metadata while the broker is fenced in their MetadataCache, so the leader's makeLeader ->
+     * maybeIncrementLeaderHW skips it (Partition.isReplicaIsrEligible, KIP-841) and waiting
+     * produces are checked then. The unfencing (handleBrokerUnfenced) writes the registration
+     * change and elects only in leaderless partitions.
+     *
+     * The adapter's part: elections happen at elect, as for restart (whose unfencing would elect in
+     * KRaft too): a leaderless partition stays leaderless here, so the builder accepts no new leader
+     * then (docs/kafka.md).
+     */
+    void heartbeatLapse(String name) throws Rejected {
+        Broker b = broker(name);
+        if (!b.online) {
+            throw new Rejected("CTRL-FENCE-PRE-1", "heartbeat_lapse: replica " + name + " is offline");
+        }
+        if (ctrlLeader != null && ctrlLeader == b.id) {
+            throw new Rejected("CTRL-FENCE-PRE-1", "heartbeat_lapse: " + name + " leads; fencing a live"
+                + " leader elects another while it still runs, which is not modelled (write crash, then elect)");
+        }
+        fenced.add(b.id);
+        try {
+            if (ctrlIsr.contains(b.id)) { // BrokersToIsrs.partitionsWithBrokerInIsr
+                PartitionRegistration now = toKafka(registration());
+                Integer leader = ctrlLeader;
+                PartitionChangeBuilder builder = new PartitionChangeBuilder(now, TOPIC_ID, TP.partition(),
+                    r -> leader != null && r != b.id && aliveInMetadata(r),
+                    MetadataVersion.latestProduction(), minIsr, false)
+                    .setElection(unclean ? PartitionChangeBuilder.Election.UNCLEAN : PartitionChangeBuilder.Election.ONLINE)
+                    .setTargetIsr(Replicas.toList(Replicas.copyWithout(now.isr, b.id)))
+                    .setDefaultDirProvider(id -> DirectoryId.UNASSIGNED);
+                Optional<ApiMessageAndVersion> change = builder.build();
+                if (change.isPresent()) {
+                    PartitionRegistration next = now.merge((PartitionChangeRecord) change.get().message());
+                    boolean newLeaderEpoch = next.leaderEpoch != ctrlEpoch;
+                    ctrlLeader = next.leader == LeaderAndIsr.NO_LEADER ? null : next.leader;
+                    ctrlEpoch = next.leaderEpoch;
+                    ctrlPartitionEpoch = next.partitionEpoch;
+                    ctrlIsr = new ArrayList<>(Replicas.toList(next.isr));
+                    publish(newLeaderEpoch, null);
+                }
+            }
+            completeAllPending(); // DelayedProduce: the HW the leader moved while the broker was fenced
+        } finally {
+            fenced.remove(b.id); // handleBrokerUnfenced at its next heartbeat
+        }
     }
 
     // ------------------------------------------------------------------ steps
