@@ -33,6 +33,14 @@ def _result(outcome: str = "failed", **first: Any) -> dict[str, Any]:
 
 def test_a_failure_is_named_by_its_first_difference() -> None:
     assert failure_signature(_result(kind="fetch_round", field="replicas.C.leo")) == "fetch_round: replicas.*.leo"
+    higher = _result(kind="fetch", field="replicas.C.leo", expected=1, actual=3)
+    assert failure_signature(higher) == "fetch: replicas.*.leo higher"
+    shorter = _result(kind="tick", field="isr", expected=["A", "B"], actual=["A"])
+    assert failure_signature(shorter) == "tick: isr shorter"
+    assert failure_signature(_result(kind="tick", field="isr", expected=["A"], actual=["B"])) == "tick: isr same length"
+    assert failure_signature(_result(kind="crash", field="replicas.A.online", expected=True, actual=False)) == (
+        "crash: replicas.*.online"
+    )
     refused = _result(kind="fetch", field="(step)", expected="accepted", actual="rejected [X-1]: B has 2")
     assert failure_signature(refused, ["B"]) == "fetch: expected accepted, rejected [X-1]: * has N"
     assert failure_signature(_result(kind="produce", property="SAFE-ACKED")) == "produce: safety SAFE-ACKED"

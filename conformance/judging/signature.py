@@ -64,4 +64,18 @@ def failure_signature(result: Mapping[str, Any], replicas: Iterable[str] = ()) -
     field = str(first.get("field") or "")
     if field == "(step)":
         return f"{kind}: expected {first.get('expected')}, " + blank(str(first.get("actual")), names)
-    return f"{kind}: {field_kind(field)}"
+    return f"{kind}: {field_kind(field)}{_direction(first.get('expected'), first.get('actual'))}"
+
+
+def _direction(expected: Any, actual: Any) -> str:
+    """Which way the implementation's value went, where that has a meaning: a number
+    higher or lower, a list (a log, an ISR) longer, shorter or the same length."""
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return ""
+    if isinstance(expected, int | float) and isinstance(actual, int | float):
+        return " higher" if actual > expected else " lower"
+    if isinstance(expected, list) and isinstance(actual, list):
+        if len(actual) == len(expected):
+            return " same length"
+        return " longer" if len(actual) > len(expected) else " shorter"
+    return ""
