@@ -62,6 +62,7 @@ def canonical(state: State) -> State:
         and len(state.leader_and_isr) < 2
         and len(state.parked_fetches) < 2
         and len(state.alter_partitions) < 2
+        and len(state.fenced_proposals) < 2
     ):
         return state  # nothing to order (most states)
     changes: dict[str, Any] = {}
@@ -71,6 +72,7 @@ def canonical(state: State) -> State:
         ("leader_and_isr", _dst),
         ("parked_fetches", _follower),
         ("alter_partitions", _leader),
+        ("fenced_proposals", _leader),
     ):
         queue = getattr(state, name)
         ordered = _sorted(queue, key)
@@ -188,6 +190,7 @@ def _rename(state: State, m: dict[str, str], order: dict[str, int]) -> State:
         leader_and_isr=tuple(msg(x) for x in state.leader_and_isr),
         pending_produces=tuple(msg(x) for x in state.pending_produces),
         alter_partitions=tuple(msg(x) for x in state.alter_partitions),
+        fenced_proposals=tuple(msg(x) for x in state.fenced_proposals),
         consumed=consumed,
         epoch_query=query,
         delivered=delivered,
