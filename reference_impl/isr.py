@@ -15,7 +15,7 @@ def maybe_expand_isr(d: Draft, leader_id: str, follower_id: str) -> None:
     """ISR-EXPAND-1: a follower outside the ISR whose LEO reached the leader's HW joins.
     ISR-EXPAND-2 (epoch generations, KAFKA-7128): its LEO must also have reached the
     start offset of the leader's current epoch. Only a leader that runs ISR changes
-    (``changes_isr``, ISR-ALTER-5 / ISR-WRITE-2) with none pending (ISR-ALTER-1)."""
+    (``changes_isr``, ISR-ALTER-5 / ISR-WRITE-1) with none pending (ISR-ALTER-1)."""
     leader = d.replicas[d.position[leader_id]]
     if not changes_isr(d, leader) or follower_id in d.controller.isr or pending(d, leader_id):
         return
