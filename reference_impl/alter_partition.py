@@ -14,14 +14,15 @@ controller's side (``controller.deliver_alter_partition``) answers the proposal.
 
 from __future__ import annotations
 
-from .draft import Draft
+from .draft import Draft, Readable
 from .messages import AlterPartition
 from .state import LEADER, Replica
 from .values import evolve
 
 
-def changes_isr(d: Draft, leader: Replica) -> bool:
-    """Whether ``leader`` runs ISR changes (ISR-SHRINK-*, ISR-EXPAND-*) now.
+def changes_isr(d: Readable, leader: Replica) -> bool:
+    """Whether ``leader`` runs ISR changes (ISR-SHRINK-*, ISR-EXPAND-*) now (a state or a
+    draft: the search's step pruning asks it too, ``conformance/search``).
 
     Under ``diverging-epoch`` the leader knows only its own leader epoch
     (``Partition.maybeShrinkIsr`` / ``maybeExpandIsr`` test ``leaderLogIfLocal``), so one
@@ -29,7 +30,7 @@ def changes_isr(d: Draft, leader: Replica) -> bool:
     (ISR-ALTER-4, ISR-ALTER-5). Under ZooKeeper such a leader's conditional write fails on
     the znode version and nothing changes (ISR-WRITE-1), which the model writes as not
     running the change at all."""
-    if d.profile.isr_change_via_alter_partition:
+    if d.config.profile.isr_change_via_alter_partition:
         # ISR-ALTER-5: a leader proposes while it leads in its own view, whatever the controller's epoch.
         return leader.online and leader.role is LEADER
     return d.is_current_leader(leader)  # ZooKeeper: an older epoch's conditional write fails

@@ -34,6 +34,7 @@ from operator import attrgetter
 from typing import Any
 
 from reference_impl import State, Step
+from reference_impl.alter_partition import changes_isr
 from reference_impl.state import Controller, Replica
 from reference_impl.steps import Crash, IsrExpiration, Tick
 from reference_impl.values import evolve
@@ -84,13 +85,14 @@ def canonical(state: State) -> State:
 def pointless(state: State, step: Step) -> bool:
     """True if ``step`` certainly leaves ``state`` unchanged but for ``fired``: with no
     answer delivered by the last step (every step clears ``delivered``), an
-    ``isr_expiration`` on a broker that is not the current leader, or whose ISR followers
+    ``isr_expiration`` on a broker that changes no ISR (``changes_isr``: not the current
+    leader, or under diverging-epoch not a leader in its own view), or whose ISR followers
     have all been caught up within ``replica.lag.time.max.ms`` (ISR-SHRINK-1/2 drop only
     a follower lagging longer; ISR-SHRINK-3). Conservative: False when unsure."""
     if not isinstance(step, IsrExpiration) or state.delivered:  # every step clears ``delivered``
         return False
     replica = state.replica(step.replica)
-    if not state.is_current_leader(replica):
+    if not changes_isr(state, replica):  # DE: also a leader of an older epoch (ISR-ALTER-5)
         return True
     lag = state.config.replica_lag_time_max_ms
     isr = state.controller.isr
