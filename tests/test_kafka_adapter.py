@@ -192,3 +192,22 @@ def test_kafka_and_the_reference_agree_where_kafka_showed_the_reference_wrong(bu
     )
     status = {(r["implementation"], r["fixture"]): r["status"] for r in document["results"]}
     assert set(status.values()) == {"PASS"}, status
+
+
+def test_kafka_passes_the_open_candidate_fixtures_the_reference_fails(built: Path) -> None:
+    """The open candidate reference errors (docs/kafka.md, candidate 5) state what Kafka 4.x
+    does; if the adapter stops showing it (or the reference starts to), the classification is
+    stale and the witness should move to the bundled fixtures with its rule."""
+    fixtures, problems = kconform.load_fixtures([Path(built) / "candidates"])
+    assert not problems and len(fixtures) == 1
+    document = kconform.run_suite(
+        [
+            kconform.Implementation("kafka", kconform.resolve("kafka")),
+            kconform.Implementation("reference", kconform.resolve("reference")),
+        ],
+        fixtures,
+    )
+    status = {(r["implementation"], r["fixture"]): r["status"] for r in document["results"]}
+    for fixture in fixtures:
+        assert status["kafka", fixture.id] == "PASS"
+        assert status["reference", fixture.id] == "FAIL"
