@@ -4,34 +4,56 @@ from 3.2): the proposal in flight, and the "maximal ISR" the leader counts meanw
 Under ``diverging-epoch`` (2.7+ with IBP 2.7-IV2, and KRaft) a leader does not write the
 ISR itself: it sends a proposal, at most one at a time, and until the controller's answer
 commits it the leader counts the *maximal* ISR toward its HW (a joining follower counts at
-once, a leaving one until the shrink is committed). Earlier generations write the ISR to
+once, a leaving one until the shrink is committed). A leader proposes while it leads in its
+own view (ISR-ALTER-5): one whose new LeaderAndIsr has not arrived proposes at the epoch it
+knows, the controller fences it, and the leader waits on the fenced proposal until its new
+LeaderAndIsr arrives (ISR-ALTER-4, ISR-ALTER-5). Earlier generations write the ISR to
 ZooKeeper directly and at once (``Partition.updateIsr``), at the same leader epoch. The
 controller's side (``controller.deliver_alter_partition``) answers the proposal.
 """
 
 from __future__ import annotations
 
-from .draft import Draft
+from .draft import Draft, Readable
 from .messages import AlterPartition
+from .state import LEADER, Replica
 from .values import evolve
 
 
-def in_flight(d: Draft, leader_id: str) -> bool:
-    """ISR-ALTER-1: one ISR change in flight at a time (``PartitionState.isInflight``)."""
-    if not d.alter_partitions:
+def changes_isr(d: Readable, leader: Replica) -> bool:
+    """Whether ``leader`` runs ISR changes (ISR-SHRINK-*, ISR-EXPAND-*) now (a state or a
+    draft: the search's step pruning asks it too, ``conformance/search``).
+
+    Under ``diverging-epoch`` the leader knows only its own leader epoch
+    (``Partition.maybeShrinkIsr`` / ``maybeExpandIsr`` test ``leaderLogIfLocal``), so one
+    whose new LeaderAndIsr has not arrived still proposes, and the controller fences it
+    (ISR-ALTER-4, ISR-ALTER-5). Under ZooKeeper such a leader's conditional write fails on
+    the znode version and nothing changes (ISR-WRITE-1), which the model writes as not
+    running the change at all."""
+    if d.config.profile.isr_change_via_alter_partition:
+        # ISR-ALTER-5: a leader proposes while it leads in its own view, whatever the controller's epoch.
+        return leader.online and leader.role is LEADER
+    return d.is_current_leader(leader)  # ZooKeeper: an older epoch's conditional write fails
+
+
+def pending(d: Draft, leader_id: str) -> bool:
+    """ISR-ALTER-1: one ISR change at a time (``PartitionState.isInflight``): a proposal of
+    ``leader_id`` in flight, or one the controller fenced that it still waits on (ISR-ALTER-5)."""
+    if not d.alter_partitions and not d.fenced_proposals:
         return False
-    return any(p.leader == leader_id for p in d.alter_partitions)
+    return any(p.leader == leader_id for p in d.alter_partitions) or any(
+        p.leader == leader_id for p in d.fenced_proposals
+    )
 
 
-def maximal_isr(d: Draft) -> tuple[str, ...]:
-    """ISR-ALTER-1: the committed ISR plus a member whose joining is in flight
-    (``PendingExpandIsr.maximalIsr``); a member whose leaving is in flight still counts
-    (``PendingShrinkIsr.maximalIsr`` is the committed ISR)."""
+def maximal_isr(d: Draft, leader_id: str) -> tuple[str, ...]:
+    """ISR-ALTER-1: the ISR ``leader_id`` counts: the committed ISR plus a member whose
+    joining it has pending (``PendingExpandIsr.maximalIsr``); a member whose leaving is
+    pending still counts (``PendingShrinkIsr.maximalIsr`` is the committed ISR)."""
     isr = d.controller.isr
-    if not d.alter_partitions:
+    if not d.alter_partitions and not d.fenced_proposals:
         return isr
-    leader = d.controller.leader
-    proposed = {r for p in d.alter_partitions if p.leader == leader for r in p.isr}
+    proposed = {r for p in (*d.alter_partitions, *d.fenced_proposals) if p.leader == leader_id for r in p.isr}
     return tuple([r for r in d.config.replicas if r in isr or r in proposed])
 
 
@@ -58,7 +80,10 @@ def change_isr(d: Draft, leader_id: str, new_isr: tuple[str, ...]) -> bool:
 
 
 def drop_proposals(d: Draft, leader_id: str) -> None:
-    """A leader that crashes or takes a new LeaderAndIsr forgets its proposal (Kafka resets
-    ``partitionState`` to the committed state; the controller would refuse it anyway)."""
-    if in_flight(d, leader_id):
+    """A leader that crashes or takes a new LeaderAndIsr forgets its proposal, in flight or
+    fenced (Kafka resets ``partitionState`` to the committed state; the controller would
+    refuse one in flight anyway)."""
+    if d.alter_partitions:
         d.alter_partitions = tuple([p for p in d.alter_partitions if p.leader != leader_id])
+    if d.fenced_proposals:
+        d.fenced_proposals = tuple([p for p in d.fenced_proposals if p.leader != leader_id])

@@ -49,7 +49,7 @@ def crash(d: Draft, replica_id: str, unflushed_from: int | None = None) -> None:
         d.epoch_responses = tuple([r for r in d.epoch_responses if r.dst != replica_id])
     if d.leader_and_isr:
         d.leader_and_isr = tuple([m for m in d.leader_and_isr if m.dst != replica_id])
-    if d.alter_partitions:
+    if d.alter_partitions or d.fenced_proposals:
         drop_proposals(d, replica_id)
     d.put(evolve(replica, online=False, role=NO_ROLE, progress=(), fetch_state=FETCHING))
     d.fired.append("CRASH-1")

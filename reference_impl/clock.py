@@ -17,11 +17,13 @@ without changing its outcome.
 
 from __future__ import annotations
 
+from . import alter_partition
 from . import isr as isr_rules
 from .draft import Draft
 from .fetch_purgatory import complete_parked_fetch
 from .isr import maybe_shrink_isr
 from .purgatory import expire_produce
+from .state import LEADER
 from .values import evolve
 
 
@@ -37,27 +39,26 @@ def _first_run_at_or_after(started: int, period: int, t: int) -> int:
 
 
 def _next_isr_check(d: Draft, after: int, end: int) -> int | None:
-    """The first ``isr-expiration`` run in ``(after, end]`` that would drop a follower."""
-    leader_id = d.controller.leader
-    if leader_id is None:  # only the controller's leader can be the current leader
-        return None
-    leader = d.replicas[d.position[leader_id]]
-    if not leader.progress or not d.is_current_leader(leader):
-        return None
-    if d.alter_partitions and any(p.leader == leader_id for p in d.alter_partitions):
-        return None  # a leader with an ISR change in flight changes nothing (ISR-ALTER-1)
+    """The first ``isr-expiration`` run in ``(after, end]`` that would drop a follower, over
+    the brokers that run ISR changes (``changes_isr``: the current leader; under
+    diverging-epoch also a leader of an older epoch in its own view, ISR-ALTER-5)."""
     isr = d.controller.isr
     period = _isr_check_period(d)
     best: int | None = None
-    for progress in leader.progress:
-        if progress.replica not in isr:
+    for leader in d.replicas:
+        if leader.role is not LEADER or not leader.progress or not alter_partition.changes_isr(d, leader):
             continue
-        since = isr_rules.out_of_sync_from(d, leader, progress)  # looked up here: the zoo replaces it
-        if since is None:
-            continue
-        run = _first_run_at_or_after(leader.started_ms, period, max(after + 1, since))
-        if run <= end and (best is None or run < best):
-            best = run
+        if (d.alter_partitions or d.fenced_proposals) and alter_partition.pending(d, leader.id):
+            continue  # a leader with an ISR change pending changes nothing (ISR-ALTER-1)
+        for progress in leader.progress:
+            if progress.replica not in isr:
+                continue
+            since = isr_rules.out_of_sync_from(d, leader, progress)  # looked up here: the zoo replaces it
+            if since is None:
+                continue
+            run = _first_run_at_or_after(leader.started_ms, period, max(after + 1, since))
+            if run <= end and (best is None or run < best):
+                best = run
     return best
 
 
@@ -114,7 +115,11 @@ def tick(d: Draft, ms: int) -> None:
             expire_produce(d, pending)
         if isr_run == t:
             for leader in tuple(d.replicas):
-                if d.is_current_leader(leader) and (t - leader.started_ms) % _isr_check_period(d) == 0:
+                if (
+                    leader.role is LEADER
+                    and alter_partition.changes_isr(d, leader)
+                    and (t - leader.started_ms) % _isr_check_period(d) == 0
+                ):
                     maybe_shrink_isr(d, leader.id)
         # Checkpoint runs at exactly t come after the events of t.
         _checkpoint_runs(d, t - 1, t, inclusive=True)

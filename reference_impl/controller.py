@@ -272,7 +272,9 @@ def deliver_alter_partition(d: Draft, replica_id: str) -> None:
     epoch does not (``KafkaController.processAlterPartition``,
     ``ReplicationControlManager.alterPartition``). ISR-ALTER-3: the leader then retries its
     HW (``Partition.handleAlterPartitionUpdate``, 3.1+, KAFKA-13091). ISR-ALTER-4: on a
-    refusal the leader returns to the committed ISR."""
+    refusal the leader returns to the committed ISR, except after ``FENCED_LEADER_EPOCH``
+    (a leader that has not seen its new epoch, ISR-ALTER-5): it keeps the proposal pending
+    until its new LeaderAndIsr arrives (``Partition.handleAlterPartitionError``)."""
     if (refused := deliver_alter_partition_refused(d, replica_id)) is not None:
         raise refused
     proposal = next(p for p in d.alter_partitions if p.leader == replica_id)
@@ -287,6 +289,10 @@ def deliver_alter_partition(d: Draft, replica_id: str) -> None:
         error = "INELIGIBLE_REPLICA"
     if error is not None:
         d.fired.append("ISR-ALTER-4")
+        if error == "FENCED_LEADER_EPOCH":
+            # ISR-ALTER-5: a fenced leader keeps its proposal pending until its new LeaderAndIsr arrives.
+            d.fenced_proposals = (*d.fenced_proposals, proposal)
+            d.fired.append("ISR-ALTER-5")
         return
     d.controller = evolve(ctrl, isr=proposal.isr, partition_epoch=ctrl.partition_epoch + 1)
     d.fired.extend(("ISR-ALTER-2", "ISR-ALTER-3"))
@@ -327,7 +333,7 @@ def apply_leader_and_isr(d: Draft, message: LeaderAndIsr) -> None:
     elif replica.role is LEADER:
         # Re-elected at a new epoch: parked fetches carry the old epoch (FENCED).
         abort_parked_fetches(d, replica.id, error="FENCED_LEADER_EPOCH")
-    if d.alter_partitions:
+    if d.alter_partitions or d.fenced_proposals:
         drop_proposals(d, replica.id)
     if message.leader is None:
         become_leaderless(d, replica.id, message.epoch)

@@ -57,6 +57,7 @@ class Draft:
     fired: list[str]
     delivered: tuple[Delivered, ...]
     alter_partitions: tuple[AlterPartition, ...]
+    fenced_proposals: tuple[AlterPartition, ...]
     epoch_query: EpochQueryOutcome | None
 
     profile: Profile

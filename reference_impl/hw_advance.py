@@ -20,12 +20,13 @@ def counted_leos(d: Draft, leader: Replica) -> list[int | None]:
     hw-truncation (0.10 ``Partition.maybeIncrementLeaderHW``): the leader and the ISR.
     Epoch generations (0.11+): also followers caught up within ``replica.lag.time.max.ms``
     that are not (yet) in the ISR, so a catching-up follower is not outrun.
-    With pending AlterPartition proposals (ISR-ALTER-1): the maximal ISR, not only the
-    committed one. With ``hw_skips_fenced_brokers`` (KIP-841, 3.3+) a caught-up follower
-    counts only while ISR-eligible: not fenced, i.e. not a broker whose failure the
-    controller handled.
+    With an AlterPartition proposal of this leader pending (ISR-ALTER-1; in flight, or fenced
+    and waited on, ISR-ALTER-5): its maximal ISR, not only the committed one. With
+    ``hw_skips_fenced_brokers`` (KIP-841, 3.3+) a caught-up follower counts only while
+    ISR-eligible: not fenced, i.e. not a broker whose failure the controller handled.
     """
-    isr = maximal_isr(d) if d.alter_partitions else d.controller.isr  # as maximal_isr, without the call
+    pending = d.alter_partitions or d.fenced_proposals
+    isr = maximal_isr(d, leader.id) if pending else d.controller.isr  # nothing pending: without the call
     fenced = d.controller.down if d.profile.hw_skips_fenced_brokers else ()
     lag = d.config.replica_lag_time_max_ms
     counts_caught_up = d.profile.hw_counts_caught_up

@@ -4,7 +4,7 @@ ones (ISR-SHRINK-*)."""
 
 from __future__ import annotations
 
-from .alter_partition import change_isr, in_flight
+from .alter_partition import change_isr, changes_isr, pending
 from .draft import Draft, Readable
 from .errors import StepRejected
 from .hw_advance import maybe_increment_hw
@@ -14,9 +14,10 @@ from .state import FollowerProgress, Replica
 def maybe_expand_isr(d: Draft, leader_id: str, follower_id: str) -> None:
     """ISR-EXPAND-1: a follower outside the ISR whose LEO reached the leader's HW joins.
     ISR-EXPAND-2 (epoch generations, KAFKA-7128): its LEO must also have reached the
-    start offset of the leader's current epoch."""
+    start offset of the leader's current epoch. Only a leader that runs ISR changes
+    (``changes_isr``, ISR-ALTER-5 / ISR-WRITE-1) with none pending (ISR-ALTER-1)."""
     leader = d.replicas[d.position[leader_id]]
-    if not d.is_current_leader(leader) or follower_id in d.controller.isr or in_flight(d, leader_id):
+    if not changes_isr(d, leader) or follower_id in d.controller.isr or pending(d, leader_id):
         return
     follower_leo = leader.follower(follower_id).remote_leo
     # ISR-EXPAND-1: only a follower whose LEO reached the leader's HW joins.
@@ -72,7 +73,7 @@ def maybe_shrink_isr(d: Draft, leader_id: str) -> None:
     """ISR-SHRINK-*: the leader's periodic ``isr-expiration`` task drops lagging followers,
     then retries the HW (a smaller ISR may let it advance)."""
     leader = d.replicas[d.position[leader_id]]
-    if not d.is_current_leader(leader) or in_flight(d, leader_id):
+    if not changes_isr(d, leader) or pending(d, leader_id):
         return
     lagging = out_of_sync_followers(d, leader)
     if not lagging:
@@ -93,8 +94,9 @@ def isr_expiration_refused(s: Readable, replica_id: str) -> StepRejected | None:
 
 def run_isr_expiration(d: Draft, replica_id: str) -> None:
     """ISR-SHRINK-3: the ``isr_expiration`` step runs the expiry check on one broker now, as
-    Kafka's tests call ``Partition.maybeShrinkIsr``; on a broker that is not the current
-    leader it finds nothing to do."""
+    Kafka's tests call ``Partition.maybeShrinkIsr``; on a broker that runs no ISR changes
+    (``changes_isr``: not the current leader, or under diverging-epoch not a leader in its
+    own view) it finds nothing to do."""
     if (refused := isr_expiration_refused(d, replica_id)) is not None:
         raise refused
     d.fired.append("ISR-SHRINK-3")

@@ -185,6 +185,11 @@ class State:
     """The spec rules the last step fired, in order (for ``explain`` and rule coverage)."""
     alter_partitions: tuple[AlterPartition, ...] = ()
     """ISR changes proposed by a leader, not yet answered by the controller (ISR-ALTER-*)."""
+    fenced_proposals: tuple[AlterPartition, ...] = ()
+    """Proposals the controller answered ``FENCED_LEADER_EPOCH``: their leader stays pending
+    on them (no other ISR change; an expansion still counts in its maximal ISR) until its
+    new LeaderAndIsr arrives or it crashes (ISR-ALTER-5, ``Partition.handleAlterPartitionError``).
+    No longer in flight, so not in the observation's ``in_flight``."""
     epoch_query: EpochQueryOutcome | None = None
     """The answer to the last ``epoch_query`` step (EPOCH-QUERY-*)."""
     delivered: tuple[Delivered, ...] = ()

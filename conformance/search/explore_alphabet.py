@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from reference_impl import State, Step
+from reference_impl.alter_partition import changes_isr
 from reference_impl.state import LEADER
 from reference_impl.steps import Elect, EpochQuery, Fetch, Tick
 
@@ -78,7 +79,8 @@ def partial_fetches(state: State, enabled: list[Step]) -> list[Step]:
 
 def timers(state: State) -> list[int]:
     """Milliseconds from now to each timer that can fire next: parked fetches' and
-    produces' deadlines (FETCH-PARK-3, PRODUCE-7); on the current leader, the moment each
+    produces' deadlines (FETCH-PARK-3, PRODUCE-7); on a leader that changes the ISR
+    (``changes_isr``: the current one; under diverging-epoch any in its own view), the moment each
     ISR follower's lag passes ``replica.lag.time.max.ms`` (ISR-SHRINK-1/2) and the next
     run of the ISR check (every lag / 2 from the broker's start); each live broker's next
     HW checkpoint run (CKPT-2). Only those in the future."""
@@ -93,7 +95,7 @@ def timers(state: State) -> list[int]:
             continue
         if interval > 0:
             at.append(_next_run(replica.started_ms, interval, now))
-        if replica.role is LEADER and state.is_current_leader(replica):
+        if replica.role is LEADER and changes_isr(state, replica):  # DE: also an older epoch's (ISR-ALTER-5)
             at.append(_next_run(replica.started_ms, period, now))
             at += [p.last_caught_up_ms + lag for p in replica.progress if p.last_caught_up_ms is not None]
     return sorted({t - now for t in at if t > now})

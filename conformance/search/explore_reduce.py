@@ -34,6 +34,7 @@ from operator import attrgetter
 from typing import Any
 
 from reference_impl import State, Step
+from reference_impl.alter_partition import changes_isr
 from reference_impl.state import Controller, Replica
 from reference_impl.steps import Crash, IsrExpiration, Tick
 from reference_impl.values import evolve
@@ -62,6 +63,7 @@ def canonical(state: State) -> State:
         and len(state.leader_and_isr) < 2
         and len(state.parked_fetches) < 2
         and len(state.alter_partitions) < 2
+        and len(state.fenced_proposals) < 2
     ):
         return state  # nothing to order (most states)
     changes: dict[str, Any] = {}
@@ -71,6 +73,7 @@ def canonical(state: State) -> State:
         ("leader_and_isr", _dst),
         ("parked_fetches", _follower),
         ("alter_partitions", _leader),
+        ("fenced_proposals", _leader),
     ):
         queue = getattr(state, name)
         ordered = _sorted(queue, key)
@@ -82,13 +85,14 @@ def canonical(state: State) -> State:
 def pointless(state: State, step: Step) -> bool:
     """True if ``step`` certainly leaves ``state`` unchanged but for ``fired``: with no
     answer delivered by the last step (every step clears ``delivered``), an
-    ``isr_expiration`` on a broker that is not the current leader, or whose ISR followers
+    ``isr_expiration`` on a broker that changes no ISR (``changes_isr``: not the current
+    leader, or under diverging-epoch not a leader in its own view), or whose ISR followers
     have all been caught up within ``replica.lag.time.max.ms`` (ISR-SHRINK-1/2 drop only
     a follower lagging longer; ISR-SHRINK-3). Conservative: False when unsure."""
     if not isinstance(step, IsrExpiration) or state.delivered:  # every step clears ``delivered``
         return False
     replica = state.replica(step.replica)
-    if not state.is_current_leader(replica):
+    if not changes_isr(state, replica):  # DE: also a leader of an older epoch (ISR-ALTER-5)
         return True
     lag = state.config.replica_lag_time_max_ms
     isr = state.controller.isr
@@ -188,6 +192,7 @@ def _rename(state: State, m: dict[str, str], order: dict[str, int]) -> State:
         leader_and_isr=tuple(msg(x) for x in state.leader_and_isr),
         pending_produces=tuple(msg(x) for x in state.pending_produces),
         alter_partitions=tuple(msg(x) for x in state.alter_partitions),
+        fenced_proposals=tuple(msg(x) for x in state.fenced_proposals),
         consumed=consumed,
         epoch_query=query,
         delivered=delivered,
