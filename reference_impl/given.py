@@ -344,8 +344,11 @@ def given_state(config: Config, data: Mapping[str, Any]) -> State:
                     replica=name,
                     remote_leo=g.remote_leo[name],
                     last_caught_up_ms=g.last_caught_up_ms[name],
-                    last_fetch_leader_leo=g.leo,
-                    last_fetch_ms=0,
+                    # A known remote LEO is a fetch at time 0 at the leader's LEO; an unknown
+                    # one is a new leader's view: no previous fetch (LAI-2, Kafka 2.6 makeLeader,
+                    # 4.x Replica.resetReplicaState), so a first fetch below the LEO earns nothing.
+                    last_fetch_leader_leo=None if g.remote_leo[name] is None else g.leo,
+                    last_fetch_ms=None if g.remote_leo[name] is None else 0,
                 )
                 for name in g.remote_leo
             )
