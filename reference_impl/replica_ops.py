@@ -75,8 +75,10 @@ def raise_log_start(d: Draft, replica_id: str, offset: int) -> None:
     replica = d.replicas[d.position[replica_id]]
     if offset <= replica.log_start:
         return
-    cache = epoch_cache.truncate_from_start(replica.epoch_cache, offset)
-    d.put(evolve(replica, log=log_starting_at(offset, replica.log.read(offset)), epoch_cache=cache, log_start=offset))
+    replica = evolve(replica, log=log_starting_at(offset, replica.log.read(offset)), log_start=offset)
+    d.put(replica)
     d.fired.append("LOG-START-4")
+    cache = epoch_cache.truncate_from_start(replica.epoch_cache, offset)
     if cache != replica.epoch_cache:
+        d.put(evolve(replica, epoch_cache=cache))
         d.fired.append("EPOCH-CACHE-4")
