@@ -11,9 +11,31 @@ controller's side (``controller.deliver_alter_partition``) answers the proposal.
 
 from __future__ import annotations
 
-from .draft import Draft
+from .draft import Draft, Readable
 from .messages import AlterPartition
+from .state import Replica
 from .values import evolve
+
+
+def leader_isr(s: Readable, leader: Replica) -> tuple[str, ...]:
+    """PRODUCE-2: the ISR a leader knows (2.6 ``Partition.inSyncReplicaIds``, trunk
+    ``partitionState.isr``). While it leads the controller's epoch that is the controller's
+    record: every change at that epoch reaches it at once (its own write, ISR-WRITE-1; an
+    AlterPartition answer, ISR-ALTER-2; KRaft metadata, CTRL-FAIL-3). A leader whose next
+    LeaderAndIsr is still in flight knows the ISR of the epoch it led (``Replica.isr``)."""
+    return s.controller.isr if s.is_current_leader(leader) else leader.isr
+
+
+def remember_leader_isr(d: Draft) -> None:
+    """Before the controller moves the leader epoch on (a new leader, or a ZooKeeper ISR
+    removal, CTRL-FAIL-1): its current leader keeps the ISR it knows until the LeaderAndIsr
+    reaches it (``Partition.makeLeader`` is where the leader learns the new one)."""
+    ctrl = d.controller
+    if ctrl.leader is None:
+        return
+    leader = d.replicas[d.position[ctrl.leader]]
+    if d.is_current_leader(leader) and leader.isr != ctrl.isr:
+        d.put(evolve(leader, isr=ctrl.isr))
 
 
 def in_flight(d: Draft, leader_id: str) -> bool:
@@ -23,15 +45,14 @@ def in_flight(d: Draft, leader_id: str) -> bool:
     return any(p.leader == leader_id for p in d.alter_partitions)
 
 
-def maximal_isr(d: Draft) -> tuple[str, ...]:
-    """ISR-ALTER-1: the committed ISR plus a member whose joining is in flight
-    (``PendingExpandIsr.maximalIsr``); a member whose leaving is in flight still counts
-    (``PendingShrinkIsr.maximalIsr`` is the committed ISR)."""
-    isr = d.controller.isr
+def maximal_isr(d: Draft, leader_id: str) -> tuple[str, ...]:
+    """ISR-ALTER-1: the committed ISR the leader knows plus a member whose joining is in
+    flight (``PendingExpandIsr.maximalIsr``); a member whose leaving is in flight still
+    counts (``PendingShrinkIsr.maximalIsr`` is the committed ISR)."""
+    isr = leader_isr(d, d.replicas[d.position[leader_id]])
     if not d.alter_partitions:
         return isr
-    leader = d.controller.leader
-    proposed = {r for p in d.alter_partitions if p.leader == leader for r in p.isr}
+    proposed = {r for p in d.alter_partitions if p.leader == leader_id for r in p.isr}
     return tuple([r for r in d.config.replicas if r in isr or r in proposed])
 
 

@@ -55,7 +55,7 @@ def maybe_complete_produces(d: Draft, leader_id: str) -> None:
         if pending.leader != leader_id or leader.hw < pending.required_offset:
             continue
         outcome = outcome_of(d, pending.id)
-        enough = len(maximal_isr(d)) >= d.config.min_insync_replicas
+        enough = len(maximal_isr(d, leader_id)) >= d.config.min_insync_replicas
         status = "acked" if enough else "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
         _remove(d, pending)
         record_outcome(d, evolve(outcome, status=status))

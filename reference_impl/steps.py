@@ -450,7 +450,7 @@ STEP_KINDS: tuple[StepKind, ...] = (
     StepKind(
         DeliverLeaderAndIsr,
         "controller.deliver_leader_and_isr",
-        ("LAI", "LAI-PRE", "TRUNC", "TRUNC-HW", "EPOCH-CACHE", "FETCH-PARK", "HW-LEADER"),
+        ("LAI", "LAI-PRE", "TRUNC", "TRUNC-HW", "EPOCH-CACHE", "FETCH-PARK", "HW-LEADER", "PRODUCE"),
         "controller.deliver_leader_and_isr_refused",
         flight="leader_and_isr",
         changes_logs=True,
