@@ -35,6 +35,7 @@ def remember_leader_isr(d: Draft) -> None:
         return
     leader = d.replicas[d.position[ctrl.leader]]
     if d.is_current_leader(leader) and leader.isr != ctrl.isr:
+        # PRODUCE-2: what it knows stays the ISR of the epoch it led
         d.put(evolve(leader, isr=ctrl.isr))
 
 
