@@ -36,6 +36,28 @@ def changes_isr(d: Readable, leader: Replica) -> bool:
     return d.is_current_leader(leader)  # ZooKeeper: an older epoch's conditional write fails
 
 
+def leader_isr(s: Readable, leader: Replica) -> tuple[str, ...]:
+    """PRODUCE-2: the ISR a leader knows (2.6 ``Partition.inSyncReplicaIds``, trunk
+    ``partitionState.isr``). While it leads the controller's epoch that is the controller's
+    record: every change at that epoch reaches it at once (its own write, ISR-WRITE-1; an
+    AlterPartition answer, ISR-ALTER-2; KRaft metadata, CTRL-FAIL-3). A leader whose next
+    LeaderAndIsr is still in flight knows the ISR of the epoch it led (``Replica.isr``)."""
+    return s.controller.isr if s.is_current_leader(leader) else leader.isr
+
+
+def remember_leader_isr(d: Draft) -> None:
+    """Before the controller moves the leader epoch on (a new leader, or a ZooKeeper ISR
+    removal, CTRL-FAIL-1): its current leader keeps the ISR it knows until the LeaderAndIsr
+    reaches it (``Partition.makeLeader`` is where the leader learns the new one)."""
+    ctrl = d.controller
+    if ctrl.leader is None:
+        return
+    leader = d.replicas[d.position[ctrl.leader]]
+    if d.is_current_leader(leader) and leader.isr != ctrl.isr:
+        # PRODUCE-2: what it knows stays the ISR of the epoch it led
+        d.put(evolve(leader, isr=ctrl.isr))
+
+
 def pending(d: Draft, leader_id: str) -> bool:
     """ISR-ALTER-1: one ISR change at a time (``PartitionState.isInflight``): a proposal of
     ``leader_id`` in flight, or one the controller fenced that it still waits on (ISR-ALTER-5)."""
@@ -47,10 +69,10 @@ def pending(d: Draft, leader_id: str) -> bool:
 
 
 def maximal_isr(d: Draft, leader_id: str) -> tuple[str, ...]:
-    """ISR-ALTER-1: the ISR ``leader_id`` counts: the committed ISR plus a member whose
-    joining it has pending (``PendingExpandIsr.maximalIsr``); a member whose leaving is
-    pending still counts (``PendingShrinkIsr.maximalIsr`` is the committed ISR)."""
-    isr = d.controller.isr
+    """ISR-ALTER-1: the ISR ``leader_id`` counts: the committed ISR it knows (PRODUCE-2) plus a
+    member whose joining it has pending (``PendingExpandIsr.maximalIsr``); a member whose
+    leaving is pending still counts (``PendingShrinkIsr.maximalIsr`` is the committed ISR)."""
+    isr = leader_isr(d, d.replicas[d.position[leader_id]])
     if not d.alter_partitions and not d.fenced_proposals:
         return isr
     proposed = {r for p in (*d.alter_partitions, *d.fenced_proposals) if p.leader == leader_id for r in p.isr}

@@ -9,7 +9,7 @@ leader's AlterPartition.
 
 from __future__ import annotations
 
-from .alter_partition import drop_proposals
+from .alter_partition import drop_proposals, remember_leader_isr
 from .draft import Draft, Readable
 from .errors import StepRejected
 from .fetch_purgatory import abort_parked_fetches
@@ -105,6 +105,8 @@ def _remove_from_isr(d: Draft, replica_id: str) -> None:
     if new_isr == ctrl.isr and new_leader == ctrl.leader and not bumps:
         return
     epoch = ctrl.epoch + 1 if bumps or new_leader != ctrl.leader else ctrl.epoch
+    if epoch != ctrl.epoch:
+        remember_leader_isr(d)
     d.controller = evolve(ctrl, leader=new_leader, epoch=epoch, isr=new_isr, partition_epoch=ctrl.partition_epoch + 1)
     d.fired.append("CTRL-FAIL-1")
 
@@ -198,6 +200,7 @@ def elect(d: Draft, step: Elect, prefer: str | None = None) -> None:
         _send_leader_and_isr(d, ctrl, step.notify)
         return
     online = [r.id for r in d.replicas if r.online]
+    remember_leader_isr(d)
     # CTRL-ELECT-5: epoch + 1, and LeaderAndIsr to every live broker.
     d.controller = evolve(ctrl, leader=step.leader, epoch=ctrl.epoch + 1, partition_epoch=ctrl.partition_epoch + 1)
     d.fired.extend(("CTRL-ELECT-4", "CTRL-ELECT-5"))
@@ -338,7 +341,7 @@ def apply_leader_and_isr(d: Draft, message: LeaderAndIsr) -> None:
     if message.leader is None:
         become_leaderless(d, replica.id, message.epoch)
     elif message.leader == replica.id:
-        become_leader(d, replica.id, message.epoch)
+        become_leader(d, replica.id, message.epoch, message.isr)
     else:
         become_follower(d, replica.id, message.leader, message.epoch)
     if d.fetch_responses or d.epoch_responses:  # else there is nothing to drop

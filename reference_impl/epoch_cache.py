@@ -3,7 +3,8 @@
 Each replica keeps the epochs of the records in its log, with the offset of the first
 record of each epoch (``leader-epoch-checkpoint``). It is what answers
 OffsetsForLeaderEpoch and what a diverging-epoch check compares. Mirrors Kafka's
-``LeaderEpochFileCache`` (``assign``, ``truncateFromEnd``, ``endOffsetFor``).
+``LeaderEpochFileCache`` (``assign``, ``truncateFromEnd``, ``truncateFromStart``,
+``endOffsetFor``).
 """
 
 from __future__ import annotations
@@ -49,6 +50,19 @@ def truncate_from_end(cache: EpochCache, end_offset: int) -> EpochCache:
     nothing is dropped."""
     kept = bisect_left(cache, end_offset, key=_start)
     return cache if kept == len(cache) else cache[:kept]
+
+
+def truncate_from_start(cache: EpochCache, start_offset: int) -> EpochCache:
+    """EPOCH-CACHE-4: drop entries starting at or below the new log start, except the
+    last of them, which moves to the log start (the epoch of the first record kept).
+
+    ``LeaderEpochFileCache.truncateFromStart``: used when the log start rises (LOG-START-4).
+    The cache itself when no entry starts below ``start_offset``."""
+    below = bisect_right(cache, start_offset, key=_start)  # entries starting at or below
+    if below == 0:
+        return cache
+    moved = ((cache[below - 1][0], start_offset), *cache[below:])
+    return cache if moved == cache else moved
 
 
 def end_offset_for(cache: EpochCache, requested_epoch: int | None, log_end_offset: int) -> tuple[int, int]:

@@ -16,7 +16,7 @@ from .errors import StepRejected
 from .leader_fetch import handle_fetch
 from .messages import Delivered, FetchResponse
 from .network import reachable
-from .replica_ops import set_hw, truncate, truncate_fully_and_start_at
+from .replica_ops import raise_log_start, set_hw, truncate, truncate_fully_and_start_at
 from .state import FETCHING, FOLLOWER, TRUNCATING, Replica
 from .truncation import offset_truncation
 from .values import evolve
@@ -135,6 +135,9 @@ def deliver_fetch(d: Draft, replica_id: str) -> None:
     d.fired.append("FOLLOWER-FETCH-2")
     set_hw(d, replica_id, max(follower.log_start, hw.follower_hw(response.hw, follower.leo)))
     d.fired.append("HW-FOLLOWER-1")
+    if d.profile.follower_raises_log_start:
+        # LOG-START-4 (0.11+, KIP-107): after the HW, the leader's log start.
+        raise_log_start(d, replica_id, response.log_start)
 
 
 def _handle_out_of_range(d: Draft, follower: Replica, response: FetchResponse) -> None:

@@ -76,6 +76,9 @@ class Profile:
     hw_skips_fenced_brokers: bool
     """HW-LEADER-2 (KIP-841, 3.3+): a caught-up follower on a broker the controller knows is
     down (fenced, not ISR-eligible) does not count toward the HW."""
+    follower_raises_log_start: bool
+    """LOG-START-4 (KIP-107, 0.11+): after a fetch answer a follower raises its log start to
+    the leader's, dropping the records below it."""
 
 
 def _profile(generation: Generation, **flags: bool) -> Profile:
@@ -102,6 +105,7 @@ PROFILES: dict[Generation, Profile] = {
         isr_change_via_alter_partition=False,
         hw_frozen_under_min_isr=False,
         hw_skips_fenced_brokers=False,
+        follower_raises_log_start=False,
     ),
     Generation.LEADER_EPOCH: _profile(
         Generation.LEADER_EPOCH,
@@ -122,6 +126,7 @@ PROFILES: dict[Generation, Profile] = {
         isr_change_via_alter_partition=False,
         hw_frozen_under_min_isr=False,
         hw_skips_fenced_brokers=False,
+        follower_raises_log_start=True,
     ),
     Generation.DIVERGING_EPOCH: _profile(
         Generation.DIVERGING_EPOCH,
@@ -142,6 +147,7 @@ PROFILES: dict[Generation, Profile] = {
         isr_change_via_alter_partition=True,
         hw_frozen_under_min_isr=True,
         hw_skips_fenced_brokers=True,
+        follower_raises_log_start=True,
     ),
 }
 

@@ -7,7 +7,7 @@ completes the acks=all produces the new HW satisfies.
 from __future__ import annotations
 
 from . import hw
-from .alter_partition import maximal_isr
+from .alter_partition import leader_isr, maximal_isr
 from .draft import Draft
 from .purgatory import maybe_complete_produces
 from .replica_ops import set_hw
@@ -25,8 +25,7 @@ def counted_leos(d: Draft, leader: Replica) -> list[int | None]:
     ``hw_skips_fenced_brokers`` (KIP-841, 3.3+) a caught-up follower counts only while
     ISR-eligible: not fenced, i.e. not a broker whose failure the controller handled.
     """
-    pending = d.alter_partitions or d.fenced_proposals
-    isr = maximal_isr(d, leader.id) if pending else d.controller.isr  # nothing pending: without the call
+    isr = maximal_isr(d, leader.id)
     fenced = d.controller.down if d.profile.hw_skips_fenced_brokers else ()
     lag = d.config.replica_lag_time_max_ms
     counts_caught_up = d.profile.hw_counts_caught_up
@@ -54,7 +53,7 @@ def maybe_increment_hw(d: Draft, leader_id: str) -> None:
     new_hw = hw.leader_hw(leader.hw, counted_leos(d, leader))
     if new_hw == leader.hw:
         return
-    if d.profile.hw_frozen_under_min_isr and len(d.controller.isr) < d.config.min_insync_replicas:
+    if d.profile.hw_frozen_under_min_isr and len(leader_isr(d, leader)) < d.config.min_insync_replicas:
         # HW-LEADER-3 (3.7+, KAFKA-15583): Partition.maybeIncrementLeaderHW returns at once
         # while the committed ISR is below min.insync.replicas (isUnderMinIsr).
         d.fired.append("HW-LEADER-3")

@@ -146,7 +146,7 @@ def handle_fetch(
         # FETCH-LEADER-6: max wait 0 is answered at once, empty (ReplicaManager.fetchMessages:
         # `timeout <= 0` completes the fetch without waiting).
         d.fired.append("FETCH-LEADER-6")
-        respond(d, answer(request, hw=hw_at_read))
+        respond(d, answer(request, hw=hw_at_read, log_start=start_at_read))
         return
     if not records:
         # FETCH-PARK-1: nothing to send (fetch.min.bytes = 1): park in purgatory.

@@ -60,8 +60,12 @@ def respond(d: Draft, response: FetchResponse) -> None:
     d.fetch_responses = (*d.fetch_responses, response)
 
 
-def answer(request: ParkedFetch, *, hw: int, records: tuple[Record, ...] = (), **fields: Any) -> FetchResponse:
-    """A fetch response addressed back to the session that sent ``request``."""
+def answer(
+    request: ParkedFetch, *, hw: int, log_start: int, records: tuple[Record, ...] = (), **fields: Any
+) -> FetchResponse:
+    """A fetch response addressed back to the session that sent ``request``; every answer
+    states the HW and log start it carries (-1 on an error), as Kafka's partition data does
+    (LOG-START-1: a follower takes the log start, LOG-START-4)."""
     return FetchResponse(
         dst=request.follower,
         src=request.leader,
@@ -69,6 +73,7 @@ def answer(request: ParkedFetch, *, hw: int, records: tuple[Record, ...] = (), *
         fetch_offset=request.fetch_offset,
         records=records,
         hw=hw,
+        log_start=log_start,
         incarnation=request.incarnation,
         **fields,
     )

@@ -7,6 +7,7 @@ acks 0 and 1 are answered at once; acks=all is handed to the produce purgatory
 from __future__ import annotations
 
 from . import epoch_cache
+from .alter_partition import leader_isr
 from .draft import Draft, Readable
 from .errors import StepRejected
 from .fetch_purgatory import wake_parked_fetches
@@ -53,8 +54,8 @@ def produce(d: Draft, step: Produce) -> None:
     if leader.role is not LEADER:
         return _fail(d, step, produce_id, "NOT_LEADER_OR_FOLLOWER", "PRODUCE-1")
 
-    # PRODUCE-2: acks=all is refused before the append when the ISR is too small.
-    if step.acks == "all" and len(d.controller.isr) < d.config.min_insync_replicas:
+    # PRODUCE-2: acks=all is refused before the append when the ISR the leader knows is too small.
+    if step.acks == "all" and len(leader_isr(d, leader)) < d.config.min_insync_replicas:
         return _fail(d, step, produce_id, "NOT_ENOUGH_REPLICAS", "PRODUCE-2")
 
     # PRODUCE-3: append, stamped with the leader's epoch.

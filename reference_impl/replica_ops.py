@@ -63,3 +63,22 @@ def truncate_fully_and_start_at(d: Draft, replica_id: str, offset: int, *, rule:
     d.put(evolve(replica, log=log_starting_at(offset), epoch_cache=(), log_start=offset))
     d.fired.extend((rule, "LOG-START-3"))
     set_hw(d, replica_id, offset)
+
+
+def raise_log_start(d: Draft, replica_id: str, offset: int) -> None:
+    """LOG-START-4: a follower takes the leader's log start from a fetch answer when it is
+    above its own (``UnifiedLog.maybeIncrementLogStartOffset``, reason
+    ``LeaderOffsetIncremented``): the records below it leave the log and the epoch cache's
+    first entry moves up to it (EPOCH-CACHE-4). The HW and the LEO stay: the follower's new
+    HW is at least the leader's log start (HW-FOLLOWER-1 with a fetch offset at or above it,
+    FETCH-LEADER-4), so Kafka's "larger than the high watermark" refusal cannot arise."""
+    replica = d.replicas[d.position[replica_id]]
+    if offset <= replica.log_start:
+        return
+    replica = evolve(replica, log=log_starting_at(offset, replica.log.read(offset)), log_start=offset)
+    d.put(replica)
+    d.fired.append("LOG-START-4")
+    cache = epoch_cache.truncate_from_start(replica.epoch_cache, offset)
+    if cache != replica.epoch_cache:
+        d.put(evolve(replica, epoch_cache=cache))
+        d.fired.append("EPOCH-CACHE-4")

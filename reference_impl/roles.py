@@ -11,7 +11,7 @@ from .state import FETCHING, FOLLOWER, LEADER, NO_ROLE, TRUNCATING, FollowerProg
 from .values import evolve
 
 
-def become_leader(d: Draft, replica_id: str, epoch: int) -> None:
+def become_leader(d: Draft, replica_id: str, epoch: int, isr: tuple[str, ...]) -> None:
     """LAI-2: the replica starts leading at ``epoch``.
 
     Epoch generations record ``(epoch, LEO)`` in the cache at once (KIP-279, so a
@@ -22,7 +22,9 @@ def become_leader(d: Draft, replica_id: str, epoch: int) -> None:
     0), so only a fetch from now on makes a follower outside the ISR caught up. A
     re-elected leader keeps the LEOs and takes the previous fetch as made at its LEO now,
     from 3.3 only for ISR members (``reelection_forgets_out_of_sync_fetch``). Then the
-    HW may move, since the ISR may be down to the leader alone.
+    HW may move, since the ISR may be down to the leader alone. ``isr``: the LeaderAndIsr's,
+    the one the leader knows from now on (PRODUCE-2: ``Replica.isr`` when a newer epoch is
+    already on its way).
     """
     replica = d.replicas[d.position[replica_id]]
     now = d.clock_ms
@@ -31,7 +33,6 @@ def become_leader(d: Draft, replica_id: str, epoch: int) -> None:
     if d.profile.keeps_epoch_cache:
         cache = epoch_cache.assign(cache, epoch, replica.leo)
         d.fired.append("EPOCH-CACHE-1")
-    isr = d.controller.isr
     leo = replica.log.end
     # FollowerProgress(replica, remote_leo, last_caught_up_ms, last_fetch_leader_leo,
     # last_fetch_ms), positionally: this runs on every election.
@@ -65,6 +66,7 @@ def become_leader(d: Draft, replica_id: str, epoch: int) -> None:
             leader_epoch=epoch,
             epoch_cache=cache,
             progress=progress,
+            isr=isr,
         )
     )
     d.fired.append("LAI-2")

@@ -95,6 +95,10 @@ class Replica:
     log_start: int = 0
     """The log start offset: records below it are gone (LOG-START-1). The log keeps
     offsets as positions: below this it reads ``log.GAP``, stored nowhere (``Log.starting_at``)."""
+    isr: tuple[str, ...] = ()
+    """On a leader that no longer leads the controller's epoch (its next LeaderAndIsr is in
+    flight): the ISR it still knows, that of the last epoch it led (PRODUCE-2). A current
+    leader's ISR is the controller's record; read either through ``alter_partition.leader_isr``."""
 
     @property
     def leo(self) -> int:

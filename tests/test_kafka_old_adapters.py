@@ -195,7 +195,7 @@ def test_kafka_26_passes_the_candidate_fixtures_the_reference_fails(built: Path)
     stale. The no-leader witness also breaks SAFE-EPOCHS-INCREASE on Kafka (a restarted broker
     knows epoch -1), which is part of that finding."""
     fixtures, problems = kconform.load_fixtures([built / "candidates"])
-    assert not problems and len(fixtures) == 3
+    assert not problems and len(fixtures) == 2
     document = kconform.run_suite(
         [
             kconform.Implementation("kafka-2.6", kconform.resolve("kafka-2.6")),

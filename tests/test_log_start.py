@@ -6,7 +6,13 @@ fit in memory, so these tests fail on such a log rather than merely run slowly."
 
 from __future__ import annotations
 
-from reference_impl import apply, check, config_from_dict, initial_state, observe, step_from_dict
+import itertools
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reference_impl import apply, check, config_from_dict, epoch_cache, initial_state, observe, step_from_dict
 from reference_impl.log import GAP
 
 START = 10**9
@@ -66,3 +72,47 @@ def test_truncation_below_a_high_start_moves_it() -> None:
     b = observe(draft.freeze())["replicas"]["B"]
     assert (b["log_start"], b["log"], b["leo"], b["hw"], b["epoch_cache"]) == (START - 5, [], START - 5, START - 5, [])
     assert "LOG-START-2" in draft.fired
+
+
+def _naive_truncate_from_start(cache: tuple[tuple[int, int], ...], start: int) -> tuple[tuple[int, int], ...]:
+    """EPOCH-CACHE-4 as ``LeaderEpochFileCache.truncateFromStart`` (2.6.3) writes it: split
+    the entries at ``startOffset > start``; the last of the others comes back at ``start``."""
+    later = tuple(e for e in cache if e[1] > start)
+    earlier = [e for e in cache if e[1] <= start]
+    return ((earlier[-1][0], start), *later) if earlier else cache
+
+
+def _cache(steps: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """A valid cache: epochs and start offsets strictly increasing (EPOCH-CACHE-1)."""
+    return tuple(itertools.accumulate(steps, lambda a, b: (a[0] + b[0] + 1, a[1] + b[1]), initial=(0, 0)))[1:]
+
+
+@given(
+    cache=st.lists(st.tuples(st.integers(0, 3), st.integers(1, 4)), max_size=6).map(_cache), start=st.integers(0, 30)
+)
+def test_truncate_from_start_matches_kafka(cache: tuple[tuple[int, int], ...], start: int) -> None:
+    assert epoch_cache.truncate_from_start(cache, start) == _naive_truncate_from_start(cache, start)
+
+
+@pytest.mark.parametrize("generation", ["hw-truncation", "leader-epoch", "diverging-epoch"])
+def test_a_follower_takes_the_leaders_log_start_at_a_billion(generation: str) -> None:
+    """LOG-START-4 (LE, DE; not HT): B starts at 10^9 with a, b; A's log starts one higher.
+    B's fetch from START + 2 returns nothing new but A's log start, which B takes: ``a``
+    leaves its log, its cache starts at START + 1, and its log still stores only records."""
+    config = config_from_dict({"replicas": ["A", "B"], "generation": generation})
+    a = {"log_start": START + 1, "log": ["b@0"], "hw": START + 1}
+    b = {"log_start": START, "log": ["a@0", "b@0"], "hw": START}
+    state = initial_state(config, {"isr": ["A", "B"], "replicas": {"A": a, "B": b}})
+    state = _do(state, kind="fetch", replica="B", max_wait_ms=0)
+    state = _do(state, kind="deliver_fetch", replica="B")
+    seen = observe(state)["replicas"]["B"]  # type: ignore[arg-type]
+    raises = config.profile.follower_raises_log_start
+    assert raises == (generation != "hw-truncation")
+    if raises:
+        assert (seen["log_start"], seen["log"], seen["leo"], seen["hw"]) == (START + 1, ["b@0"], START + 2, START + 1)
+        assert seen["epoch_cache"] == [[0, START + 1]]
+        assert state.replica("B").log.base == START + 1  # type: ignore[attr-defined]
+    else:
+        assert (seen["log_start"], seen["log"], seen["hw"]) == (START, ["a@0", "b@0"], START + 1)
+    assert "LOG-START-4" in state.fired if raises else "LOG-START-4" not in state.fired  # type: ignore[attr-defined]
+    assert check(state) == []  # type: ignore[arg-type]

@@ -160,7 +160,7 @@ def _rename(state: State, m: dict[str, str], order: dict[str, int]) -> State:
                 key=lambda p: order[p.replica],
             )
         )
-        return evolve(r, id=m.get(r.id, r.id), leader=_r(r.leader, m), progress=progress)
+        return evolve(r, id=m.get(r.id, r.id), leader=_r(r.leader, m), progress=progress, isr=_ids(r.isr, m, order))
 
     replicas = tuple(sorted((replica(r) for r in state.replicas), key=lambda r: order[r.id]))
     ctrl: Controller = state.controller

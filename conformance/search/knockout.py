@@ -150,7 +150,13 @@ _LAST_EPOCH_SENT_ONLY_WHERE_CARRIED = (
     "forced the 'is not None' test it keeps is false exactly where the forced one was"
 )
 
+_SAME_CACHE_WRITTEN_BACK = (
+    "with the test forced, a cache that truncate_from_start left as it was (no entry started below the new log "
+    "start) is written back unchanged: only the fired entry differs, and no observation carries fired rules"
+)
+
 EQUIVALENT: dict[str, str] = {
+    "EPOCH-CACHE-4:guard-on:replica_ops.raise_log_start:1": _SAME_CACHE_WRITTEN_BACK,
     "FETCH-LEADER-2:guard-on:leader_fetch.handle_fetch:1": _LAST_EPOCH_SENT_ONLY_WHERE_CARRIED,
     "PRODUCE-PRE-1:skip:producer.produce_refused:1": _HARNESS_LABEL,
     "PRODUCE-PRE-1:guard-off:producer.produce_refused:1": _HARNESS_LABEL,

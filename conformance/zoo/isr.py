@@ -190,11 +190,11 @@ class ReelectedLeaderForgetsFollowerLeos(Mutant):
     def patches(self) -> Iterable[Patch]:
         original = roles.become_leader
 
-        def become_leader(d: Draft, replica_id: str, epoch: int) -> None:
+        def become_leader(d: Draft, replica_id: str, epoch: int, isr: tuple[str, ...]) -> None:
             replica = d.replica(replica_id)
             if replica.role is Role.LEADER:
                 d.put(evolve(replica, role=Role.NONE))
-            original(d, replica_id, epoch)
+            original(d, replica_id, epoch, isr)
 
         return [(controller, "become_leader", become_leader)]
 
@@ -219,8 +219,8 @@ class NewLeaderStartsFollowerLeosAtZero(Mutant):
     def patches(self) -> Iterable[Patch]:
         original = roles.become_leader
 
-        def become_leader(d: Draft, replica_id: str, epoch: int) -> None:
-            original(d, replica_id, epoch)
+        def become_leader(d: Draft, replica_id: str, epoch: int, isr: tuple[str, ...]) -> None:
+            original(d, replica_id, epoch, isr)
             _unknown_leos_at_zero(d, replica_id)
 
         return [(controller, "become_leader", become_leader)]
