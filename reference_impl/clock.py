@@ -42,7 +42,6 @@ def _next_isr_check(d: Draft, after: int, end: int) -> int | None:
     """The first ``isr-expiration`` run in ``(after, end]`` that would drop a follower, over
     the brokers that run ISR changes (``changes_isr``: the current leader; under
     diverging-epoch also a leader of an older epoch in its own view, ISR-ALTER-5)."""
-    isr = d.controller.isr
     period = _isr_check_period(d)
     best: int | None = None
     for leader in d.replicas:
@@ -50,6 +49,7 @@ def _next_isr_check(d: Draft, after: int, end: int) -> int | None:
             continue
         if (d.alter_partitions or d.fenced_proposals) and alter_partition.pending(d, leader.id):
             continue  # a leader with an ISR change pending changes nothing (ISR-ALTER-1)
+        isr = alter_partition.leader_isr(d, leader)  # the ISR it knows (PRODUCE-2, ISR-ALTER-5)
         for progress in leader.progress:
             if progress.replica not in isr:
                 continue

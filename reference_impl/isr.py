@@ -4,7 +4,7 @@ ones (ISR-SHRINK-*)."""
 
 from __future__ import annotations
 
-from .alter_partition import change_isr, changes_isr, pending
+from .alter_partition import change_isr, changes_isr, leader_isr, pending
 from .draft import Draft, Readable
 from .errors import StepRejected
 from .hw_advance import maybe_increment_hw
@@ -17,7 +17,7 @@ def maybe_expand_isr(d: Draft, leader_id: str, follower_id: str) -> None:
     start offset of the leader's current epoch. Only a leader that runs ISR changes
     (``changes_isr``, ISR-ALTER-5 / ISR-WRITE-1) with none pending (ISR-ALTER-1)."""
     leader = d.replicas[d.position[leader_id]]
-    if not changes_isr(d, leader) or follower_id in d.controller.isr or pending(d, leader_id):
+    if not changes_isr(d, leader) or follower_id in leader_isr(d, leader) or pending(d, leader_id):
         return
     follower_leo = leader.follower(follower_id).remote_leo
     # ISR-EXPAND-1: only a follower whose LEO reached the leader's HW joins.
@@ -33,7 +33,7 @@ def maybe_expand_isr(d: Draft, leader_id: str, follower_id: str) -> None:
         if epoch_start is None or follower_leo < epoch_start:
             return
         rules.append("ISR-EXPAND-2")
-    isr = d.controller.isr
+    isr = leader_isr(d, leader)  # ISR-ALTER-5: the ISR it knows (a stale leader: its epoch's)
     new_isr = tuple([r for r in d.config.replicas if r in isr or r == follower_id])
     d.fired.extend(rules)
     change_isr(d, leader_id, new_isr)
@@ -60,8 +60,9 @@ def out_of_sync_from(d: Draft, leader: Replica, progress: FollowerProgress) -> i
 def out_of_sync_followers(d: Draft, leader: Replica) -> list[str]:
     """The ISR followers out of sync now (``out_of_sync_from``)."""
     out = []
+    isr = leader_isr(d, leader)
     for progress in leader.progress:
-        if progress.replica not in d.controller.isr:
+        if progress.replica not in isr:
             continue
         since = out_of_sync_from(d, leader, progress)
         if since is not None and d.clock_ms >= since:
@@ -79,7 +80,7 @@ def maybe_shrink_isr(d: Draft, leader_id: str) -> None:
     if not lagging:
         return
     rule = "ISR-SHRINK-2" if d.profile.shrink_spares_follower_at_leo else "ISR-SHRINK-1"
-    new_isr = tuple([r for r in d.controller.isr if r not in lagging])
+    new_isr = tuple([r for r in leader_isr(d, leader) if r not in lagging])
     d.fired.append(rule)
     if change_isr(d, leader_id, new_isr):
         maybe_increment_hw(d, leader_id)

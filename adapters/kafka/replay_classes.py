@@ -78,10 +78,11 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     failing: dict[str, dict[str, Any]] = {}
     for name in sorted(glob.glob(str(args.replay / "traces" / "part-*.jsonl"))):
-        for line in open(name, encoding="utf-8"):
-            r = json.loads(line)
-            if r["implementation"] == args.impl and r["outcome"] in ("failed", "errored"):
-                failing[r["fixture"]] = r
+        with open(name, encoding="utf-8") as results:
+            for line in results:
+                r = json.loads(line)
+                if r["implementation"] == args.impl and r["outcome"] in ("failed", "errored"):
+                    failing[r["fixture"]] = r
     classes: Counter[str] = Counter()
     examples: dict[str, list[str]] = defaultdict(list)
     seen = 0
