@@ -49,7 +49,7 @@ def _next_isr_check(d: Draft, after: int, end: int) -> int | None:
             continue
         if (d.alter_partitions or d.fenced_proposals) and alter_partition.pending(d, leader.id):
             continue  # a leader with an ISR change pending changes nothing (ISR-ALTER-1)
-        isr = alter_partition.leader_isr(d, leader)  # the ISR it knows (PRODUCE-2, ISR-ALTER-5)
+        isr = alter_partition.leader_isr(d, leader)  # the ISR it knows
         for progress in leader.progress:
             if progress.replica not in isr:
                 continue

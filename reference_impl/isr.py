@@ -33,7 +33,7 @@ def maybe_expand_isr(d: Draft, leader_id: str, follower_id: str) -> None:
         if epoch_start is None or follower_leo < epoch_start:
             return
         rules.append("ISR-EXPAND-2")
-    isr = leader_isr(d, leader)  # ISR-ALTER-5: the ISR it knows (a stale leader: its epoch's)
+    isr = leader_isr(d, leader)  # the ISR it knows (a stale leader: the one of its epoch)
     new_isr = tuple([r for r in d.config.replicas if r in isr or r == follower_id])
     d.fired.extend(rules)
     change_isr(d, leader_id, new_isr)
