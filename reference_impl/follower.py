@@ -187,7 +187,7 @@ def send_epoch_request(d: Draft, replica_id: str) -> None:
     follower = d.replicas[d.position[replica_id]]
     d.fired.append("EPOCH-PRE-1")
     latest = epoch_cache.latest_epoch(follower.epoch_cache)
-    if latest is None:
+    if latest is None:  # EPOCH-PRE-2: no epoch in the log, so no request
         _truncate_to_hw_locally(d, follower)
         return
     handle_epoch_request(d, cast(str, follower.leader), replica_id, latest, follower.leader_epoch, follower.incarnation)
