@@ -106,7 +106,7 @@ PROPERTIES: dict[str, Property] = {
         ),
         _p(
             "SAFE-EPOCHS-INCREASE",
-            "the controller's epoch never decreases, and no replica's known epoch goes below one it knew (EpochsIncrease)",
+            "the controller's epoch never decreases; no replica's known epoch goes below one it knew (EpochsIncrease)",
             fields="leader_epoch",
             unchecked="no two consecutive observations reported leader_epoch",
         ),
@@ -785,7 +785,6 @@ class SafetyMonitor:
                 if h1 < h0:
                     out.append(Finding("SAFE-LEADER-HW-MONOTONIC", f"leader {name} hw {h0} -> {h1} in epoch {a}"))
         return epochs, monotonic
-
 
     def _epoch_transition(self, name: str, a: int, b: int, out: list[Finding]) -> None:
         """SAFE-EPOCHS-INCREASE for one replica whose epoch went from ``a`` to ``b``: a known
