@@ -70,6 +70,15 @@ def restart_refused(s: Readable, replica_id: str) -> StepRejected | None:
     return None
 
 
+def _epoch_on_start(d: Draft, epoch: int) -> int:
+    """The epoch a starting broker knows before any leader is named (RESTART-1): the
+    controller's, except a ZooKeeper broker told "no leader" (LAI-4), which keeps the new
+    ``Partition``'s ``LeaderAndIsr.initialLeaderEpoch - 1``: no epoch."""
+    if d.controller.leader is None and not d.profile.applies_leaderless_leader_and_isr:
+        return epoch_cache.UNDEFINED_EPOCH
+    return epoch
+
+
 def restart(d: Draft, replica_id: str) -> None:
     """RESTART-1: the broker starts, HW = its checkpoint (clamped to the LEO), and takes
     the role the controller gives it now. RESTART-2: if the controller had not handled the
@@ -96,7 +105,7 @@ def restart(d: Draft, replica_id: str) -> None:
             hw=min(replica.checkpoint_hw, replica.leo),
             role=NO_ROLE,
             leader=None,
-            leader_epoch=ctrl.epoch,
+            leader_epoch=_epoch_on_start(d, ctrl.epoch),
             started_ms=d.clock_ms,
             incarnation=replica.incarnation + 1,
         )

@@ -328,6 +328,10 @@ def apply_leader_and_isr(d: Draft, message: LeaderAndIsr) -> None:
     if message.epoch <= replica.leader_epoch:
         d.fired.append("LAI-1")
         return
+    if message.leader is None and not d.profile.applies_leaderless_leader_and_isr:
+        # LAI-4 (ZooKeeper): makeFollowers skips a leader that is not alive; nothing changes
+        d.fired.append("LAI-4")
+        return
     if replica.role is LEADER and message.leader != replica.id:
         # Stepping down: parked fetches are answered NOT_LEADER_OR_FOLLOWER and waiting
         # produces fail the same way (PRODUCE-6).

@@ -14,7 +14,7 @@ from .draft import Draft, Readable
 from .epoch_leader import handle_epoch_request
 from .errors import StepRejected
 from .leader_fetch import handle_fetch
-from .messages import Delivered, FetchResponse
+from .messages import Delivered, EpochResponse, FetchResponse
 from .network import reachable
 from .replica_ops import raise_log_start, set_hw, truncate, truncate_fully_and_start_at
 from .state import FETCHING, FOLLOWER, TRUNCATING, Replica
@@ -189,13 +189,32 @@ def send_epoch_request(d: Draft, replica_id: str) -> None:
         raise refused
     follower = d.replicas[d.position[replica_id]]
     d.fired.append("EPOCH-PRE-1")
-    handle_epoch_request(
-        d,
-        cast(str, follower.leader),
-        replica_id,
-        epoch_cache.latest_epoch(follower.epoch_cache),
-        follower.leader_epoch,
-        follower.incarnation,
+    latest = epoch_cache.latest_epoch(follower.epoch_cache)
+    if latest is None:  # EPOCH-PRE-2: no epoch in the log, so no request
+        _truncate_to_hw_locally(d, follower)
+        return
+    handle_epoch_request(d, cast(str, follower.leader), replica_id, latest, follower.leader_epoch, follower.incarnation)
+
+
+def _truncate_to_hw_locally(d: Draft, follower: Replica) -> None:
+    """EPOCH-PRE-2: a follower whose log has no epoch asks nobody (2.1+
+    ``AbstractFetcherThread.fetchTruncatingPartitions``: ``latestEpoch`` is None, so
+    ``truncateToHighWatermark``). Its own outcome, "no epoch: truncate to the HW", is put in
+    flight as the leader's undefined answer would read, unfenced; delivering it is
+    TRUNC-EPOCH-1, and a fetcher session that ends first drops it (MSG-DROP-1)."""
+    d.fired.append("EPOCH-PRE-2")
+    d.epoch_responses = (
+        *d.epoch_responses,
+        EpochResponse(
+            dst=follower.id,
+            src=cast(str, follower.leader),
+            request_epoch=follower.leader_epoch,
+            requested_epoch=None,
+            error=None,
+            epoch=epoch_cache.UNDEFINED_EPOCH,
+            end_offset=epoch_cache.UNDEFINED_OFFSET,
+            incarnation=follower.incarnation,
+        ),
     )
 
 

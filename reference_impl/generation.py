@@ -68,6 +68,11 @@ class Profile:
     isr_removal_bumps_leader_epoch: bool
     """CTRL-FAIL-1: removing a dead follower from the ISR bumps the leader epoch (else only
     the partition epoch)."""
+    applies_leaderless_leader_and_isr: bool
+    """LAI-4 / RESTART-1: a broker told that the partition has no leader takes the new epoch
+    and stops fetching (KRaft ``applyLocalFollowersDelta``); else it ignores the request and
+    keeps its leader, epoch and fetcher, and one restarted into a leaderless partition knows
+    no epoch (ZooKeeper ``ReplicaManager.makeFollowers`` skips a leader that is not alive)."""
     isr_change_via_alter_partition: bool
     """ISR-ALTER-*: the leader proposes ISR changes (AlterPartition) and counts the maximal
     ISR until the controller's answer commits them (else a direct, atomic write)."""
@@ -102,6 +107,7 @@ PROFILES: dict[Generation, Profile] = {
         hw_retry_only_when_leo_moved=False,
         keeps_last_isr_member=False,
         isr_removal_bumps_leader_epoch=True,
+        applies_leaderless_leader_and_isr=False,
         isr_change_via_alter_partition=False,
         hw_frozen_under_min_isr=False,
         hw_skips_fenced_brokers=False,
@@ -123,6 +129,7 @@ PROFILES: dict[Generation, Profile] = {
         hw_retry_only_when_leo_moved=False,
         keeps_last_isr_member=True,
         isr_removal_bumps_leader_epoch=True,
+        applies_leaderless_leader_and_isr=False,
         isr_change_via_alter_partition=False,
         hw_frozen_under_min_isr=False,
         hw_skips_fenced_brokers=False,
@@ -144,6 +151,7 @@ PROFILES: dict[Generation, Profile] = {
         hw_retry_only_when_leo_moved=True,
         keeps_last_isr_member=True,
         isr_removal_bumps_leader_epoch=False,
+        applies_leaderless_leader_and_isr=True,
         isr_change_via_alter_partition=True,
         hw_frozen_under_min_isr=True,
         hw_skips_fenced_brokers=True,

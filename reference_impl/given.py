@@ -162,20 +162,26 @@ def _replica(config: Config, name: str, data: Mapping[str, Any], partition: Cont
     if checkpoint_hw > leo:
         raise InitialStateError(where + "checkpoint_hw", f"{checkpoint_hw} is above the LEO {leo} (INIT-2)")
     leader = _replica_id(data.get("leader", partition.leader), where + "leader", config, nullable=True)
-    leader_epoch = _int(data.get("leader_epoch", partition.epoch), where + "leader_epoch")
+    # INIT-4: a live ZooKeeper broker of a leaderless partition was given it by a LeaderAndIsr
+    # naming no leader, which leaves its Partition at no epoch (LAI-4, RESTART-1)
+    knows = partition.epoch
+    if online and partition.leader is None and not config.profile.applies_leaderless_leader_and_isr:
+        knows = epoch_cache.UNDEFINED_EPOCH
+    leader_epoch = _int(data.get("leader_epoch", knows), where + "leader_epoch", epoch_cache.UNDEFINED_EPOCH)
+    bound = partition.epoch if leader_epoch == epoch_cache.UNDEFINED_EPOCH else leader_epoch
     if leader_epoch > partition.epoch:
         raise InitialStateError(
             where + "leader_epoch", f"{leader_epoch} is above the partition's leader epoch {partition.epoch} (INIT-4)"
         )
-    if records and records[-1].epoch > leader_epoch:
+    if records and records[-1].epoch > bound:
         raise InitialStateError(
             where + "log",
-            f"holds a record of epoch {records[-1].epoch}, above the epoch {leader_epoch} the replica knows (INIT-2)",
+            f"holds a record of epoch {records[-1].epoch}, above the epoch {bound} the replica knows (INIT-2)",
         )
-    if online and (leader, leader_epoch) != (partition.leader, partition.epoch):
+    if online and (leader, leader_epoch) != (partition.leader, knows):
         raise InitialStateError(
             where + "leader_epoch" if leader == partition.leader else where + "leader",
-            f"an online replica knows the partition's leader and epoch ({partition.leader}, {partition.epoch}); "
+            f"an online replica knows the partition's leader and epoch ({partition.leader}, {knows}); "
             f"it has ({leader}, {leader_epoch}) and no LeaderAndIsr is in flight at the start (INIT-4)",
         )
     fetch_state = _fetch_state(config, data.get("fetch_state", "fetching"), where + "fetch_state")

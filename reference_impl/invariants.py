@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .epoch_cache import EpochCache
+from .epoch_cache import UNDEFINED_EPOCH, EpochCache
 from .history import History
 from .log import Log
 from .state import LEADER, MEMO, Replica, State
@@ -287,14 +287,19 @@ def leader_hw_monotonic(before: State, after: State) -> list[Violation]:
 
 
 def epochs_increase(before: State, after: State) -> list[Violation]:
-    """EpochsIncrease: the controller's epoch and each replica's known epoch never go back."""
+    """EpochsIncrease: the controller's epoch and each replica's known epoch never go back.
+    An unknown epoch (``UNDEFINED_EPOCH``: a ZooKeeper broker restarted into a leaderless
+    partition, RESTART-1) is not an epoch and is not compared. The definition over
+    observations (SAFE-EPOCHS-INCREASE) also remembers the epoch known before an unknown
+    one, so a regression through it (3 -> -1 -> 2) is found there; this form sees two
+    states only."""
     out = []
     if after.controller.epoch < before.controller.epoch:
         out.append(
             Violation("EpochsIncrease", f"controller epoch {before.controller.epoch} -> {after.controller.epoch}")
         )
     for old, new in zip(before.replicas, after.replicas, strict=True):
-        if new.leader_epoch < old.leader_epoch:
+        if new.leader_epoch < old.leader_epoch and new.leader_epoch != UNDEFINED_EPOCH:
             out.append(Violation("EpochsIncrease", f"{old.id} epoch {old.leader_epoch} -> {new.leader_epoch}"))
     return out
 
@@ -359,7 +364,7 @@ def _holds_since(state: State, before: State) -> bool:
         leo = new.log.end
         if new.hw > leo or new.checkpoint_hw < 0:  # HwLeLeo
             return False
-        if new.leader_epoch < old.leader_epoch:  # EpochsIncrease
+        if new.leader_epoch < old.leader_epoch and new.leader_epoch != UNDEFINED_EPOCH:  # EpochsIncrease
             return False
         if (  # LeaderHwMonotonic
             new.hw < old.hw

@@ -100,8 +100,9 @@ def become_follower(d: Draft, replica_id: str, leader_id: str, epoch: int) -> No
 
 
 def become_leaderless(d: Draft, replica_id: str, epoch: int) -> None:
-    """LAI-4: told that the partition has no leader at ``epoch`` (CTRL-ELECT-3), the broker
-    neither leads nor fetches until a later LeaderAndIsr names a leader."""
+    """LAI-4 (KRaft): told that the partition has no leader at ``epoch`` (CTRL-ELECT-3), the
+    broker neither leads nor fetches until a later LeaderAndIsr names a leader. (A ZooKeeper
+    broker ignores such a request: ``controller.apply_leader_and_isr``.)"""
     replica = d.replicas[d.position[replica_id]]
     d.put(
         evolve(

@@ -83,7 +83,7 @@ class Replica:
     leader: str | None
     """The leader this replica was last told of."""
     leader_epoch: int
-    """The leader epoch this replica was last told of."""
+    """The leader epoch this replica was last told of (-1: none, RESTART-1 under ZooKeeper)."""
     fetch_state: FetchState
     progress: tuple[FollowerProgress, ...]
     """Only on a leader: one entry per follower, in replica order."""

@@ -174,7 +174,10 @@ def test_a_refused_step_the_member_performs_is_a_replayable_witness(tmp_path: Pa
 
 
 def test_kip_101_data_loss_is_an_expected_finding_with_a_short_witness() -> None:
-    report = fuzz_all(ReferenceAdapter(), Generation.HW_TRUNCATION, examples=300, seed=1)
+    # seed 2: with LAI-4 per controller (a ZooKeeper broker ignores "no leader") the runs of
+    # seed 1 take other paths and its 300 draw the loss only later (at 600); seeds 2 to 6 all
+    # find it within 300
+    report = fuzz_all(ReferenceAdapter(), Generation.HW_TRUNCATION, examples=300, seed=2)
     assert report.failures == []
     found = {f.invariant: f for f in report.findings}
     assert set(found) == {"StrongIsr", "AckedNotLost"} and all(f.expected for f in found.values())

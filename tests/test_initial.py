@@ -100,6 +100,25 @@ def test_defaults_are_spelled_out_for_implementations() -> None:
     assert normalise(DE, full) == full  # the explicit form describes the same state
 
 
+def test_a_leaderless_zookeeper_partition_starts_with_live_replicas_knowing_no_epoch() -> None:
+    """INIT-4: under ZooKeeper (LE here) a live replica of a partition with no leader knows no
+    epoch, -1, as a broker started into it (LAI-4, RESTART-1); its records may be of any epoch
+    up to the controller's. Under KRaft it knows the controller's epoch."""
+    le = config_from_dict({"replicas": ["A", "B"], "generation": "leader-epoch"})
+    given = {"leader": None, "leader_epoch": 2, "isr": ["A"], "replicas": {"A": {"log": ["a@0", "b@1"], "hw": 1}}}
+    full = normalise(le, given)
+    assert [full["replicas"][r]["leader_epoch"] for r in "AB"] == [-1, -1]
+    state = initial_state(le, full)
+    assert [(r["role"], r["leader"], r["leader_epoch"]) for r in observe(state)["replicas"].values()] == [
+        ("none", None, -1),
+        ("none", None, -1),
+    ]
+    with pytest.raises(InitialStateError, match=r"knows the partition's leader and epoch \(None, -1\)"):
+        normalise(le, {**given, "replicas": {"A": {"log": ["a@0", "b@1"], "hw": 1, "leader_epoch": 2}}})
+    de = config_from_dict({"replicas": ["A", "B"], "generation": "diverging-epoch"})
+    assert [normalise(de, given)["replicas"][r]["leader_epoch"] for r in "AB"] == [2, 2]
+
+
 @pytest.mark.parametrize(
     "change, line, field, words",
     [

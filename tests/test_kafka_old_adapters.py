@@ -35,20 +35,11 @@ CONFIG: dict[str, Any] = {
     "request_timeout_ms": 30000,
 }
 
-CANDIDATE_REFERENCE_ERRORS = {
-    "fetcher-fenced-truncation": "step 3: an empty follower truncates to its HW without OffsetsForLeaderEpoch "
-    "(AbstractFetcherThread.maybeTruncate), candidate empty-follower-truncates-to-hw-without-asking",
-    "fetcher-unknown-leader-epoch-in-truncation": "steps 2 and 4: same as fetcher-fenced-truncation",
-    "ctrl-leaderless-epoch-bump": "steps 7 and 9: a broker told 'no leader' keeps its state "
-    "(ReplicaManager.makeFollowers), candidate no-leader-keeps-follower-state",
-    "seed-08a-unclean-election-disabled": "step 12: same as ctrl-leaderless-epoch-bump (restarted, epoch -1)",
-    "restart-drops-epoch-entry-at-leo/leader-epoch": "step 6: same as ctrl-leaderless-epoch-bump (a broker "
-    "restarted into a leaderless partition knows epoch -1: SAFE-EPOCHS-INCREASE); RESTART-3 itself agrees",
-    "unclean-election-disabled-leaves-partition-offline/leader-epoch": "step 2: same as ctrl-leaderless-epoch-bump "
-    "(a broker told 'no leader' stays a follower of the old leader)",
-}
+CANDIDATE_REFERENCE_ERRORS: dict[str, str] = {}
 """Bundled fixtures Kafka 2.6 fails where the reference looks wrong: each classified in docs/kafka.md,
-with a witness in adapters/kafka-2.6/candidates."""
+with a witness in adapters/kafka-2.6/candidates. None now: candidates A (EPOCH-PRE-2) and C (LAI-4,
+RESTART-1) are fixed, and their witnesses are the bundled fixtures empty-follower-truncates-to-hw-without-asking
+and no-leader-keeps-follower-state, which Kafka 2.6 (and 0.10, for C) pass with the rest."""
 
 
 def _built_or_skip(line: kafka_lines.KafkaLine) -> Path:
@@ -189,13 +180,27 @@ def test_a_missing_build_names_the_build_command(tmp_path: Path, monkeypatch: py
         kconform.resolve("kafka-2.6")
 
 
-def test_kafka_26_passes_the_candidate_fixtures_the_reference_fails(built: Path) -> None:
-    """The open candidate reference errors (docs/kafka.md, "Kafka 2.6") state what Kafka 2.6.3
-    does; if the adapter stops showing it (or the reference starts to), the classification is
-    stale. The no-leader witness also breaks SAFE-EPOCHS-INCREASE on Kafka (a restarted broker
-    knows epoch -1), which is part of that finding."""
-    fixtures, problems = kconform.load_fixtures([built / "candidates"])
-    assert not problems and len(fixtures) == 2
+FIXED_ON_26 = (
+    "empty-follower-truncates-to-hw-without-asking",  # A: EPOCH-PRE-2
+    "no-leader-keeps-follower-state",  # C: LAI-4, RESTART-1
+    "produce-min-isr-checks-leaders-own-isr",  # D: PRODUCE-2
+    "follower-log-start-fetching-at-leaders-start",  # E: LOG-START-4
+    "given-leader-unknown-follower-no-previous-fetch-hw",  # F: INIT-5
+    "given-leader-unknown-follower-no-previous-fetch-isr",  # F: INIT-5
+)
+"""The bundled witnesses of the reference errors Kafka 2.6 showed (docs/kafka.md, "Kafka 2.6")."""
+
+
+def test_kafka_26_and_the_reference_agree_on_every_fixed_candidate(built: Path) -> None:
+    """Every candidate reference error Kafka 2.6.3 showed is fixed and its witness bundled: no
+    candidate folder is left, and Kafka 2.6 and the reference pass each witness's leader-epoch
+    case. If Kafka stops passing one, the classification is stale."""
+    assert not (built / "candidates").exists() or not list((built / "candidates").glob("*.yaml"))
+    files = [kconform.BUNDLED_FIXTURES / "kafka" / f"{name}.yaml" for name in FIXED_ON_26]
+    fixtures, problems = kconform.load_fixtures(files)
+    assert not problems
+    fixtures = [f for f in fixtures if f.config.generation.value == "leader-epoch"]
+    assert len(fixtures) == len(FIXED_ON_26)
     document = kconform.run_suite(
         [
             kconform.Implementation("kafka-2.6", kconform.resolve("kafka-2.6")),
@@ -203,14 +208,28 @@ def test_kafka_26_passes_the_candidate_fixtures_the_reference_fails(built: Path)
         ],
         fixtures,
     )
-    results = {(r["implementation"], r["fixture"]): r for r in document["results"]}
-    for fixture in fixtures:
-        assert results["reference", fixture.id]["status"] == "FAIL"
-        mine = results["kafka-2.6", fixture.id]
-        if fixture.id == "candidate-no-leader-keeps-follower-state":
-            assert mine["status"] == "FAIL" and "SAFE-EPOCHS-INCREASE" in mine["reason"], mine["reason"]
-        else:
-            assert mine["status"] == "PASS"
+    statuses = {(r["implementation"], r["fixture"]): r["status"] for r in document["results"]}
+    assert set(statuses.values()) == {"PASS"}, statuses
+
+
+def test_kafka_26_passes_the_fixed_candidates_at_level_safety(built: Path) -> None:
+    """Candidates A and C, now bundled: Kafka 2.6 passes them at level safety too. C's restarted
+    broker knows no epoch (-1), which SAFE-EPOCHS-INCREASE no longer reads as an epoch going back."""
+    names = (
+        "empty-follower-truncates-to-hw-without-asking",
+        "no-leader-keeps-follower-state",
+        "ctrl-leaderless-epoch-bump",
+    )
+    fixtures, problems = kconform.load_fixtures([kconform.BUNDLED_FIXTURES / "kafka" / f"{n}.yaml" for n in names])
+    assert not problems
+    impl = kconform.Implementation("kafka-2.6", kconform.resolve("kafka-2.6"))
+    document = kconform.run_suite([impl], fixtures, level="safety")
+    status = {r["fixture"]: r["status"] for r in document["results"] if r["status"] != "SKIP"}
+    assert status == {
+        "empty-follower-truncates-to-hw-without-asking": "PASS",
+        "no-leader-keeps-follower-state/leader-epoch": "PASS",
+        "ctrl-leaderless-epoch-bump": "PASS",
+    }
 
 
 # ---------------------------------------------------------------------- Kafka 0.10 (hw-truncation)
@@ -219,10 +238,9 @@ OLD = kafka_lines.KAFKA_010
 
 OLD_EXPECTATIONS = Path(__file__).resolve().parents[1] / "adapters" / OLD.folder / "expectations.yaml"
 
-OLD_CANDIDATE_REFERENCE_ERRORS = {
-    "ctrl-last-isr-member-unclean-hw-truncation": "step 4: a broker restarted into a leaderless partition knows "
-    "epoch -1 (ReplicaManager.makeFollowers), as candidate no-leader-keeps-follower-state of the 2.6 line",
-}
+OLD_CANDIDATE_REFERENCE_ERRORS: dict[str, str] = {}
+"""Bundled fixtures Kafka 0.10 fails where the reference looks wrong. None now: the leaderless restart
+(ctrl-last-isr-member-unclean-hw-truncation, candidate C of the 2.6 line) is fixed (LAI-4, RESTART-1)."""
 
 
 @pytest.fixture(scope="session")

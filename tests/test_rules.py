@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from helpers import run_steps
 
-from reference_impl import Config, Generation, StepRejected, apply, observe, step_from_dict
+from reference_impl import Config, Generation, State, StepRejected, apply, observe, step_from_dict
 from reference_impl.epoch_cache import assign, end_offset_for, truncate_from_end
 from reference_impl.truncation import offset_truncation
 
@@ -294,14 +294,35 @@ def test_EPOCH_ROUND_1_and_EPOCH_DELIVER_PRE_1() -> None:
     assert rejected(s, kind="deliver_epoch", replica="B").rule == "EPOCH-DELIVER-PRE-1"
 
 
+def test_EPOCH_PRE_2_a_follower_without_an_epoch_asks_nobody() -> None:
+    """An empty follower at an older epoch than its leader: no request reaches the leader, so
+    nothing is fenced; its own outcome (-1, -1) truncates it to its HW and it fetches."""
+    s = run_steps(
+        cfg(LE, ("A", "B", "C")),
+        {"kind": "elect", "leader": "B", "notify": ["B"]},
+        {"kind": "deliver_leader_and_isr", "replica": "C"},
+        {"kind": "elect", "leader": "B", "notify": ["B"]},
+        {"kind": "epoch_request", "replica": "C"},
+    )
+    assert rep(s, "C")["leader_epoch"] == 1 and rep(s, "B")["leader_epoch"] == 2
+    assert "EPOCH-PRE-2" in s.fired and not any(rule.startswith("EPOCH-LEADER") for rule in s.fired)
+    assert observe(s)["in_flight"]["epoch_responses"] == [
+        "B->C OffsetsForLeaderEpochResponse(requested=None epoch=-1 end_offset=-1)"
+    ]
+    s = step(s, kind="deliver_epoch", replica="C")
+    assert rep(s, "C")["fetch_state"] == "fetching" and "TRUNC-EPOCH-1" in s.fired
+
+
 def test_EPOCH_LEADER_1_unknown_epoch() -> None:
     s = run_steps(
         cfg(LE, ("A", "B", "C")),
+        P,
+        fround("C"),
         {"kind": "elect", "leader": "B", "notify": ["C"]},
         {"kind": "epoch_request", "replica": "C"},
     )
     assert observe(s)["in_flight"]["epoch_responses"] == [
-        "B->C OffsetsForLeaderEpochResponse(requested=None error=UNKNOWN_LEADER_EPOCH)"
+        "B->C OffsetsForLeaderEpochResponse(requested=0 error=UNKNOWN_LEADER_EPOCH)"
     ]
 
 
@@ -315,6 +336,8 @@ def test_EPOCH_LEADER_2_answer_from_the_cache() -> None:
 def test_EPOCH_FOLLOWER_1_error_keeps_truncating() -> None:
     s = run_steps(
         cfg(LE, ("A", "B", "C")),
+        P,
+        fround("C"),
         {"kind": "elect", "leader": "B", "notify": ["C"]},
         {"kind": "epoch_round", "replica": "C"},
     )
@@ -533,6 +556,37 @@ def test_RESTART_PRE_1_and_RESTART_1() -> None:
         {"kind": "restart", "replica": "A"},
     )
     assert rep(s, "A")["hw"] == 1 and rep(s, "A")["role"] == "follower"
+
+
+def _leaderless(gen: Generation) -> State:
+    """A leads, B left the ISR, A died: the controller wrote leader none at epoch 1."""
+    steps: list[dict[str, object]] = [P, {"kind": "tick", "ms": 1001}, {"kind": "isr_expiration", "replica": "A"}]
+    if gen is DE:
+        steps.append({"kind": "deliver_alter_partition", "replica": "A"})
+    s = run_steps(cfg(gen, replica_lag_time_max_ms=1000), *steps, {"kind": "crash", "replica": "A"}, {"kind": "elect"})
+    assert observe(s)["leader"] is None and observe(s)["leader_epoch"] == 1 and "LAI-4" in s.fired
+    return s
+
+
+@pytest.mark.parametrize("gen", [HT, LE])
+def test_LAI_4_zookeeper_ignores_no_leader_and_RESTART_1_knows_no_epoch(gen: Generation) -> None:
+    s = _leaderless(gen)
+    b = rep(s, "B")
+    assert (b["role"], b["leader"], b["leader_epoch"]) == ("follower", "A", 0)
+    s = step(s, kind="restart", replica="A")
+    a = rep(s, "A")
+    assert (a["role"], a["leader"], a["leader_epoch"]) == ("none", None, -1)
+    s = step(s, kind="elect")
+    assert rep(s, "B")["leader_epoch"] == 2 and rep(s, "A")["role"] == "leader"
+    assert "TRUNC-HW-1" not in s.fired  # HT: the same leader, A, is no leader change for B
+
+
+def test_LAI_4_kraft_stops_fetching_and_RESTART_1_knows_the_epoch() -> None:
+    s = _leaderless(DE)
+    b = rep(s, "B")
+    assert (b["role"], b["leader"], b["leader_epoch"]) == ("none", None, 1)
+    a = rep(step(s, kind="restart", replica="A"), "A")
+    assert (a["role"], a["leader"], a["leader_epoch"]) == ("none", None, 1)
 
 
 def test_RESTART_2_the_controller_handles_a_bounced_leader_first() -> None:

@@ -129,6 +129,41 @@ def test_each_property_names_what_it_catches() -> None:
     assert "SAFE-EPOCHS-INCREASE" in _props(m.observe({}, {**_obs(A=leader), "leader_epoch": 1}))
 
 
+def _epochs(monitor: SafetyMonitor, *epochs: int) -> list[set[str]]:
+    """Feed ``monitor`` one observation per epoch B reports (A leads epoch 5 throughout, so
+    only B's epoch moves); the properties each step broke."""
+    leader = {"role": "leader", "leader_epoch": 5}
+    out = []
+    for epoch in epochs:
+        obs = {**_obs(A=leader, B={"role": "none", "leader": None, "leader_epoch": epoch}), "leader_epoch": 5}
+        out.append(_props(monitor.observe({"kind": "tick"}, obs)) & {"SAFE-EPOCHS-INCREASE"})
+    return out
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_an_unknown_epoch_is_not_an_epoch_going_back_but_a_regression_through_it_is(shared: bool) -> None:
+    """SAFE-EPOCHS-INCREASE compares known epochs: -1 (a ZooKeeper broker restarted into a
+    leaderless partition knows none, RESTART-1) passes, and the epoch known before it still
+    counts, so the property keeps catching a real regression."""
+    found = {"SAFE-EPOCHS-INCREASE"}
+
+    def monitor() -> SafetyMonitor:
+        return SafetyMonitor(Config(replicas=("A", "B")), shared=shared)
+
+    assert _epochs(monitor(), 3, -1, -1, 4) == [set(), set(), set(), set()]
+    assert _epochs(monitor(), -1, 0, 2) == [set(), set(), set()]
+    assert _epochs(monitor(), 3, 2) == [set(), found]
+    assert _epochs(monitor(), 3, -1, 2) == [set(), set(), found]
+    assert _epochs(monitor(), 3, -1, 4, -1, 3) == [set(), set(), set(), set(), found]
+    assert _epochs(monitor(), 0, -2) == [set(), found]  # only -1 means "no epoch"
+    m = monitor()
+    _epochs(m, 3, -1)
+    leader = {"role": "leader", "leader_epoch": 5}
+    obs = {**_obs(A=leader, B={"role": "none", "leader": None, "leader_epoch": 2}), "leader_epoch": 5}
+    (finding,) = m.observe({"kind": "tick"}, obs)
+    assert finding.property == "SAFE-EPOCHS-INCREASE" and "below the epoch 3 it knew before" in finding.detail
+
+
 def test_properties_are_frozen_values_with_their_text() -> None:
     prop = PROPERTIES["SAFE-STRONG-ISR"]
     assert isinstance(prop, Property) and str(prop) == prop.text

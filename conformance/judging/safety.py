@@ -106,7 +106,7 @@ PROPERTIES: dict[str, Property] = {
         ),
         _p(
             "SAFE-EPOCHS-INCREASE",
-            "the controller's epoch and each replica's known epoch never decrease (EpochsIncrease)",
+            "the controller's epoch never decreases; no replica's known epoch goes below one it knew (EpochsIncrease)",
             fields="leader_epoch",
             unchecked="no two consecutive observations reported leader_epoch",
         ),
@@ -214,6 +214,10 @@ UNCLEAN = "unclean election"
 election's leader (``unclean.leader.election.enable``)."""
 
 _MAPPING = (dict, Mapping)
+
+NO_EPOCH = -1
+"""A replica's ``leader_epoch`` when it knows none: Kafka's ``LeaderAndIsr.initialLeaderEpoch - 1``,
+the epoch of a ``Partition`` no LeaderAndIsr has named a leader to yet (LAI-4, RESTART-1)."""
 """``isinstance`` against this settles a plain dict (every decoded observation) without the
 slower abstract-class check."""
 
@@ -280,6 +284,9 @@ class SafetyMonitor:
         self.unclean: list[tuple[int, int]] = []
         """hw-truncation: the offset ranges where replicas held other records than an
         allowed unclean election's leader (nothing but epochs would remove them)."""
+        self._known_epochs: dict[str, int] = {}
+        """Per replica: the highest known epoch it reported (SAFE-EPOCHS-INCREASE compares a
+        newly reported one with it; ``NO_EPOCH`` is not an epoch)."""
         self.waived: list[tuple[Finding, str]] = []
         """Findings a waiver excused, with the waiver (``POWER_FAILURE``, ``KIP_101``,
         ``UNCLEAN``): kept so tests and reports can see what was excused, and why."""
@@ -763,8 +770,7 @@ class SafetyMonitor:
             a, b = old.get("leader_epoch"), new.get("leader_epoch")
             if _int(a) and _int(b):
                 epochs = True
-                if b < a:
-                    out.append(Finding("SAFE-EPOCHS-INCREASE", f"{name} epoch {a} -> {b}"))
+                self._epoch_transition(name, a, b, out)
             same_term = (
                 old.get("online") is True
                 and new.get("online") is True
@@ -779,6 +785,25 @@ class SafetyMonitor:
                 if h1 < h0:
                     out.append(Finding("SAFE-LEADER-HW-MONOTONIC", f"leader {name} hw {h0} -> {h1} in epoch {a}"))
         return epochs, monotonic
+
+    def _epoch_transition(self, name: str, a: int, b: int, out: list[Finding]) -> None:
+        """SAFE-EPOCHS-INCREASE for one replica whose epoch went from ``a`` to ``b``: a known
+        epoch never goes below the highest known one the replica reported before. ``NO_EPOCH``
+        is no epoch (a ZooKeeper broker restarted into a leaderless partition, LAI-4), so it is
+        not compared, and the epoch it knew before still counts afterwards: 3 -> -1 -> 2 fails."""
+        known = self._known_epochs
+        high = known.get(name, NO_EPOCH)
+        if a > high:
+            high = a
+        if b == NO_EPOCH:
+            pass
+        elif b < high:
+            told = f"{a} -> {b}" if high == a else f"{a} -> {b}, below the epoch {high} it knew before"
+            out.append(Finding("SAFE-EPOCHS-INCREASE", f"{name} epoch {told}"))
+        elif b > high:
+            high = b
+        if high != NO_EPOCH:
+            known[name] = high
 
 
 def certificate(
