@@ -48,6 +48,7 @@ def counted_leos(d: Draft, leader: Replica) -> list[int | None]:
         ):
             # HW-LEADER-4 (KIP-903): no fetch since this replica became leader (broker epoch
             # None), or none since the follower restarted (an older incarnation's epoch).
+            d.fired.append("HW-LEADER-4")
             caught_up = False
         if caught_up or progress.replica in isr:
             leos.append(progress.remote_leo)
