@@ -28,10 +28,10 @@ def fencing_error(receiver: Replica, request_epoch: int, fences_epochs: bool) ->
     return None
 
 
-def _update_follower_progress(d: Draft, leader: Replica, follower_id: str, fetch_offset: int, incarnation: int) -> None:
+def _update_follower_progress(d: Draft, leader: Replica, follower_id: str, fetch_offset: int) -> None:
     """FETCH-LEADER-5: record the follower's fetch (remote LEO, caught-up time, and the
-    incarnation the fetch carries: Kafka's broker epoch, ``Replica.updateFetchStateOrThrow``,
-    that makes it ISR-eligible, KIP-903)."""
+    broker epoch the fetch carries, Kafka's ``Replica.updateFetchStateOrThrow``: the
+    follower's incarnation, which a fetch handled now was sent by, KIP-903)."""
     now = d.clock_ms
     old = leader.follower(follower_id)
     caught_up = old.last_caught_up_ms
@@ -59,7 +59,7 @@ def _update_follower_progress(d: Draft, leader: Replica, follower_id: str, fetch
         last_caught_up_ms=caught_up,
         last_fetch_leader_leo=leader.leo,
         last_fetch_ms=now,
-        broker_epoch=incarnation,
+        broker_epoch=d.replicas[d.position[follower_id]].incarnation,
     )
     progress = tuple([new if p.replica == follower_id else p for p in leader.progress])
     d.put(evolve(leader, progress=progress))
@@ -138,7 +138,7 @@ def handle_fetch(
     records = leader.log.read(fetch_offset, read_end(fetch_offset, max_records))
     previous_leo = leader.follower(follower_id).remote_leo
     d.fired.append("FETCH-LEADER-3")
-    _update_follower_progress(d, leader, follower_id, fetch_offset, incarnation)
+    _update_follower_progress(d, leader, follower_id, fetch_offset)
     isr.maybe_expand_isr(d, leader_id, follower_id)
     # HW-LEADER-1: 2.7+ retries the HW only when the follower's LEO moved
     # (Partition.updateFollowerFetchState); 0.10 and 0.11 retry on every fetch.
