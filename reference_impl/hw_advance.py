@@ -44,6 +44,7 @@ def counted_leos(d: Draft, leader: Replica) -> list[int | None]:
         if (
             caught_up
             and eligible_only
+            and progress.replica not in isr
             and progress.broker_epoch != d.replicas[d.position[progress.replica]].incarnation
         ):
             # HW-LEADER-4 (KIP-903): no fetch since this replica became leader (broker epoch
