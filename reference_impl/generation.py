@@ -79,8 +79,10 @@ class Profile:
     hw_frozen_under_min_isr: bool
     """HW-LEADER-3: the leader's HW does not move while the ISR is below min.insync.replicas."""
     hw_skips_fenced_brokers: bool
-    """HW-LEADER-2 (KIP-841, 3.3+): a caught-up follower on a broker the controller knows is
-    down (fenced, not ISR-eligible) does not count toward the HW."""
+    """HW-LEADER-2, HW-LEADER-4: a caught-up follower counts toward the HW only while
+    ISR-eligible (``Partition.isReplicaIsrEligible``): not on a broker the controller knows is
+    down (fenced, KIP-841, 3.3+), and its last fetch carried its current broker epoch (KIP-903,
+    3.5+)."""
     follower_raises_log_start: bool
     """LOG-START-4 (KIP-107, 0.11+): after a fetch answer a follower raises its log start to
     the leader's, dropping the records below it."""

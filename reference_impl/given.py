@@ -355,6 +355,8 @@ def given_state(config: Config, data: Mapping[str, Any]) -> State:
                     # 4.x Replica.resetReplicaState), so a first fetch below the LEO earns nothing.
                     last_fetch_leader_leo=None if g.remote_leo[name] is None else g.leo,
                     last_fetch_ms=None if g.remote_leo[name] is None else 0,
+                    # ... carrying the follower's broker epoch (KIP-903): incarnation 0.
+                    broker_epoch=None if g.remote_leo[name] is None else 0,
                 )
                 for name in g.remote_leo
             )

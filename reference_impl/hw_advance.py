@@ -22,11 +22,14 @@ def counted_leos(d: Draft, leader: Replica) -> list[int | None]:
     that are not (yet) in the ISR, so a catching-up follower is not outrun.
     With an AlterPartition proposal of this leader pending (ISR-ALTER-1; in flight, or fenced
     and waited on, ISR-ALTER-5): its maximal ISR, not only the committed one. With
-    ``hw_skips_fenced_brokers`` (KIP-841, 3.3+) a caught-up follower counts only while
-    ISR-eligible: not fenced, i.e. not a broker whose failure the controller handled.
+    ``hw_skips_fenced_brokers`` a caught-up follower counts only while ISR-eligible
+    (``Partition.isReplicaIsrEligible``): not fenced, i.e. not a broker whose failure the
+    controller handled (KIP-841), and its last fetch to this leader carried its current
+    broker epoch (KIP-903).
     """
     isr = maximal_isr(d, leader.id)
-    fenced = d.controller.down if d.profile.hw_skips_fenced_brokers else ()
+    eligible_only = d.profile.hw_skips_fenced_brokers
+    fenced = d.controller.down if eligible_only else ()
     lag = d.config.replica_lag_time_max_ms
     counts_caught_up = d.profile.hw_counts_caught_up
     now = d.clock_ms
@@ -38,6 +41,16 @@ def counted_leos(d: Draft, leader: Replica) -> list[int | None]:
             and now - progress.last_caught_up_ms <= lag
             and progress.replica not in fenced
         )
+        if (
+            caught_up
+            and eligible_only
+            and progress.replica not in isr
+            and progress.broker_epoch != d.replicas[d.position[progress.replica]].incarnation
+        ):
+            # HW-LEADER-4 (KIP-903): no fetch since this replica became leader (broker epoch
+            # None), or none since the follower restarted (an older incarnation's epoch).
+            d.fired.append("HW-LEADER-4")
+            caught_up = False
         if caught_up or progress.replica in isr:
             leos.append(progress.remote_leo)
     return leos

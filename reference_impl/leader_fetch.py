@@ -29,7 +29,9 @@ def fencing_error(receiver: Replica, request_epoch: int, fences_epochs: bool) ->
 
 
 def _update_follower_progress(d: Draft, leader: Replica, follower_id: str, fetch_offset: int) -> None:
-    """FETCH-LEADER-5: record the follower's fetch (remote LEO, caught-up time)."""
+    """FETCH-LEADER-5: record the follower's fetch (remote LEO, caught-up time, and the
+    broker epoch the fetch carries, Kafka's ``Replica.updateFetchStateOrThrow``: the
+    follower's incarnation, which a fetch handled now was sent by, KIP-903)."""
     now = d.clock_ms
     old = leader.follower(follower_id)
     caught_up = old.last_caught_up_ms
@@ -57,6 +59,7 @@ def _update_follower_progress(d: Draft, leader: Replica, follower_id: str, fetch
         last_caught_up_ms=caught_up,
         last_fetch_leader_leo=leader.leo,
         last_fetch_ms=now,
+        broker_epoch=d.replicas[d.position[follower_id]].incarnation,
     )
     progress = tuple([new if p.replica == follower_id else p for p in leader.progress])
     d.put(evolve(leader, progress=progress))

@@ -35,7 +35,8 @@ def become_leader(d: Draft, replica_id: str, epoch: int, isr: tuple[str, ...]) -
         d.fired.append("EPOCH-CACHE-1")
     leo = replica.log.end
     # FollowerProgress(replica, remote_leo, last_caught_up_ms, last_fetch_leader_leo,
-    # last_fetch_ms), positionally: this runs on every election.
+    # last_fetch_ms, broker_epoch), positionally: this runs on every election. A re-elected
+    # leader keeps the broker epoch of each follower's last fetch; a new one has none.
     if was_leader:
         forgets = d.profile.reelection_forgets_out_of_sync_fetch
         progress = tuple(
@@ -46,6 +47,7 @@ def become_leader(d: Draft, replica_id: str, epoch: int, isr: tuple[str, ...]) -
                     now if p.replica in isr else None,
                     leo,
                     now if p.replica in isr or not forgets else None,
+                    p.broker_epoch,
                 )
                 for p in replica.progress
             ]

@@ -64,6 +64,11 @@ class FollowerProgress:
     """The leader's LEO when the follower's previous fetch was handled."""
     last_fetch_ms: int | None
     """When the follower's previous fetch was handled."""
+    broker_epoch: int | None = None
+    """The follower's incarnation (``Replica.incarnation``, Kafka's broker epoch) its last
+    fetch to this leader carried; None until a fetch since this replica became leader
+    (KIP-903 ``ReplicaState.brokerEpoch``, emptied by a new leader's ``resetReplicaState``):
+    HW-LEADER-4 compares it with the follower's current one."""
 
 
 @fast_init

@@ -73,6 +73,23 @@ def test_HW_LEADER_2_caught_up_follower_outside_isr_counts_only_in_epoch_generat
     assert hw_after(LE) == 2
 
 
+def test_HW_LEADER_4_a_follower_counts_only_with_a_fetch_from_its_current_incarnation() -> None:
+    # DE: B fetched (broker epoch 0) and is caught up; it dies, leaves the ISR and restarts
+    # (incarnation 1) without fetching: A's next append does not wait for it. Its next fetch
+    # records incarnation 1. A new leader starts with no broker epoch for anyone.
+    s = run_steps(cfg(DE), P, fround("B"), fround("B"), {"kind": "crash", "replica": "B"}, {"kind": "elect"})
+    assert s.replica("A").follower("B").broker_epoch == 0
+    s = step(step(s, kind="restart", replica="B"), **P)
+    assert s.replica("B").incarnation == 1 and s.controller.isr == ("A",)
+    assert rep(s, "A")["hw"] == 2 and "HW-LEADER-4" in s.fired
+    s = step(s, **fetch("B"))
+    assert s.replica("A").follower("B").broker_epoch == 1
+    s = step(s, **P)
+    assert rep(s, "A")["hw"] == 2 and "HW-LEADER-4" not in s.fired
+    fresh = run_steps(cfg(DE))
+    assert all(p.broker_epoch is None for p in fresh.replica("A").progress)
+
+
 def test_HW_FOLLOWER_1_min_of_response_hw_and_own_leo() -> None:
     s = run_steps(
         cfg(), P, fround("B"), fetch("B"), {"kind": "tick", "ms": 500}, {"kind": "deliver_fetch", "replica": "B"}

@@ -5,7 +5,7 @@ A defect often shows where a rule *held* a value: an implementation moving the l
 on a produce differs at a step where the reference fired only PRODUCE-3 and PRODUCE-4,
 because HW-LEADER-1/2 decided that the HW stays. So a failure names, beside the rules
 fired, the rules that decide each differing field and did not fire there ("held"): here
-HW-LEADER-1, HW-LEADER-2, HW-LEADER-3.
+HW-LEADER-1, HW-LEADER-2, HW-LEADER-3, HW-LEADER-4.
 
 The table maps an observation field (a replica field by the replica's role in the
 reference's observation at that step) to the spec rules that compute it; it is checked
@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 DECIDING: dict[tuple[str, str], tuple[str, ...]] = {
-    ("hw", "leader"): ("HW-LEADER-1", "HW-LEADER-2", "HW-LEADER-3"),
+    ("hw", "leader"): ("HW-LEADER-1", "HW-LEADER-2", "HW-LEADER-3", "HW-LEADER-4"),
     ("hw", "follower"): ("HW-FOLLOWER-1", "TRUNC-HW-1"),
     ("hw", "none"): ("CKPT-1", "RESTART-1"),
     ("leo", "leader"): ("PRODUCE-3", "LAI-2"),
