@@ -20,6 +20,7 @@ from ..adapters.stdio import StdioAdapter
 ENV_DIR = "KCONFORM_KAFKA_ADAPTER"
 """Overrides where the adapter's Maven project lives (default: ``adapters/kafka`` of this checkout)."""
 
+
 def build_command(folder: str) -> str:
     """The documented command (from the checkout's root) that builds the adapter module
     ``adapters/<folder>`` and, first, ``adapters/kafka-common`` it depends on."""
