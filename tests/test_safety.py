@@ -191,6 +191,24 @@ def test_an_acks_all_produce_is_acknowledged_only_when_committed_with_enough_isr
     assert _produce(_monitor(min_insync_replicas=2), isr=["A"], acks="1") == []  # acks=1 is not held to it
 
 
+def test_min_isr_is_not_judged_on_a_leader_of_an_older_epoch() -> None:
+    """A leader whose new LeaderAndIsr has not arrived counts the ISR of the epoch it led
+    (PRODUCE-2), which the observation does not show: its ack is not judged against the
+    controller's ISR; the same ack by a current leader still is."""
+
+    def ack(leader_epoch: int) -> set[str]:
+        m = _monitor(min_insync_replicas=2)
+        empty = {"role": "leader", "leo": 0, "hw": 0, "log": [], "leader_epoch": 1}
+        m.observe({"kind": "tick"}, {**_obs(A=empty, B={}), "isr": ["A"], "leader_epoch": 1})
+        one = {"role": "leader", "leo": 1, "hw": 1, "log": ["a@1"], "leader_epoch": leader_epoch}
+        acked = {**_obs(A=one, B={"leo": 1, "hw": 1, "log": ["a@1"]}), "producer": {"p1": "acked"}}
+        acked.update(isr=["A"], leader_epoch=2)
+        return _props(m.observe({"kind": "produce", "values": ["a"], "acks": "all", "id": "p1"}, acked))
+
+    assert ack(leader_epoch=1) == set()
+    assert ack(leader_epoch=2) == {"SAFE-ACK-MIN-ISR"}
+
+
 def _elect_b(m: SafetyMonitor, isr_before: list[str], b_log: list[str], a_online: bool = False) -> set[str]:
     """``a`` acknowledged at offset 0; then A goes down (or not) and B is elected."""
     _produce(m)

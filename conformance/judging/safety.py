@@ -545,7 +545,7 @@ class SafetyMonitor:
                     Finding("SAFE-ACK-COMMITTED", f"{pid} acknowledged with {target}'s hw={hw} below its end {end}")
                 )
         isr, old = obs.get("isr"), before.get("isr") if before is not None else None
-        if isinstance(isr, list):
+        if isinstance(isr, list) and not _behind(rep, obs):
             # The ack happened inside the step: with the ISR before it, after it, or one in
             # between (a tick may shrink it twice); only both below the minimum is certain.
             self._count("SAFE-ACK-MIN-ISR")
@@ -944,6 +944,14 @@ def _appended(
 
 
 _PROPOSED = re.compile(r"AlterPartition\(.*isr=\[([^\]]*)\]")
+
+
+def _behind(rep: Mapping[str, Any] | None, obs: Mapping[str, Any]) -> bool:
+    """Whether the acknowledging leader ``rep`` leads an older epoch than the controller's
+    (its new LeaderAndIsr not yet arrived): it counts the ISR of the epoch it led
+    (PRODUCE-2), which no observation shows, so SAFE-ACK-MIN-ISR cannot judge its ack."""
+    mine, current = (rep or {}).get("leader_epoch"), obs.get("leader_epoch")
+    return _int(mine) and _int(current) and mine < current
 
 
 def _maximal(obs: Mapping[str, Any], isr: list[Any]) -> int:
