@@ -219,6 +219,7 @@ SETTLED_WITH_KAFKA = (
     "given-leader-unknown-follower-no-previous-fetch-hw/diverging-epoch",  # candidate F: INIT-5, no previous fetch
     "stale-leader-takes-later-isr-change",  # candidate 6: PRODUCE-2, a stale leader counts the ISR it knows
     "kraft-same-epoch-record-resets-pending-expansion",  # replay s20-8842: ISR-ALTER-6, the record resets the proposal
+    "kraft-fenced-follower-record-resets-pending-expansion",  # ISR-ALTER-6 on CTRL-FENCE-1; a fenced answer ignored
 )
 """Bundled fixtures written when Kafka under kconform showed the reference wrong (docs/kafka.md)."""
 
