@@ -60,7 +60,11 @@ def remember_leader_isr(d: Draft) -> None:
 
 def pending(d: Draft, leader_id: str) -> bool:
     """ISR-ALTER-1: one ISR change at a time (``PartitionState.isInflight``): a proposal of
-    ``leader_id`` in flight, or one the controller fenced that it still waits on (ISR-ALTER-5)."""
+    ``leader_id`` in flight, or one the controller fenced that it still waits on (ISR-ALTER-5).
+    An abandoned one in flight counts too (ISR-ALTER-6): the leader's state is committed, but
+    ``DefaultAlterPartitionManager.submit`` refuses a second request for the partition until
+    the first is answered (``OPERATION_NOT_ATTEMPTED``, and the leader resets again), so no
+    change happens meanwhile."""
     if not d.alter_partitions and not d.fenced_proposals:
         return False
     return any(p.leader == leader_id for p in d.alter_partitions) or any(
@@ -71,11 +75,13 @@ def pending(d: Draft, leader_id: str) -> bool:
 def maximal_isr(d: Draft, leader_id: str) -> tuple[str, ...]:
     """ISR-ALTER-1: the ISR ``leader_id`` counts: the committed ISR it knows (PRODUCE-2) plus a
     member whose joining it has pending (``PendingExpandIsr.maximalIsr``); a member whose
-    leaving is pending still counts (``PendingShrinkIsr.maximalIsr`` is the committed ISR)."""
+    leaving is pending still counts (``PendingShrinkIsr.maximalIsr`` is the committed ISR).
+    A proposal the leader abandoned (ISR-ALTER-6) adds nothing: its state is the committed one."""
     isr = leader_isr(d, d.replicas[d.position[leader_id]])
     if not d.alter_partitions and not d.fenced_proposals:
         return isr
-    proposed = {r for p in (*d.alter_partitions, *d.fenced_proposals) if p.leader == leader_id for r in p.isr}
+    proposals = (*d.alter_partitions, *d.fenced_proposals)
+    proposed = {r for p in proposals if p.leader == leader_id and not p.abandoned for r in p.isr}
     return tuple([r for r in d.config.replicas if r in isr or r in proposed])
 
 
@@ -109,3 +115,17 @@ def drop_proposals(d: Draft, leader_id: str) -> None:
         d.alter_partitions = tuple([p for p in d.alter_partitions if p.leader != leader_id])
     if d.fenced_proposals:
         d.fenced_proposals = tuple([p for p in d.fenced_proposals if p.leader != leader_id])
+
+
+def abandon_proposals(d: Draft, leader_id: str) -> None:
+    """The leader ``leader_id`` applies a newer partition record at its own leader epoch
+    (KRaft metadata: CTRL-FAIL-3, CTRL-FENCE-1): ``Partition.makeLeader`` →
+    ``updateAssignmentAndIsr`` resets its state to ``CommittedPartitionState``, so a pending
+    change no longer counts in its maximal ISR. Its request stays in flight; the controller
+    refuses it (the record raised the partition epoch) and the leader ignores the answer
+    (``submitAlterPartition``: ``partitionState != proposedIsrState``)."""
+    if any(p.leader == leader_id and not p.abandoned for p in d.alter_partitions):
+        d.alter_partitions = tuple(
+            [evolve(p, abandoned=True) if p.leader == leader_id else p for p in d.alter_partitions]
+        )
+        d.fired.append("ISR-ALTER-6")

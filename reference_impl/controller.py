@@ -9,7 +9,7 @@ leader's AlterPartition.
 
 from __future__ import annotations
 
-from .alter_partition import drop_proposals, remember_leader_isr
+from .alter_partition import abandon_proposals, drop_proposals, remember_leader_isr
 from .draft import Draft, Readable
 from .errors import StepRejected
 from .fetch_purgatory import abort_parked_fetches
@@ -50,10 +50,19 @@ def handle_failures(d: Draft, notify: tuple[str, ...] | None, prefer: str | None
     _send_leader_and_isr(d, before, notify)
     ctrl = d.controller
     if ctrl.epoch == before.epoch and ctrl.isr != before.isr and ctrl.leader is not None:
-        # CTRL-FAIL-3 (KRaft): the leader applies the ISR change without a new epoch
-        # (Partition.makeLeader) and retries its HW, as every makeLeader ends
-        d.fired.append("CTRL-FAIL-3")
-        maybe_increment_hw(d, ctrl.leader)
+        _leader_applies_isr_record(d, ctrl.leader)
+
+
+def _leader_applies_isr_record(d: Draft, leader_id: str) -> None:
+    """KRaft: the leader takes an ISR change at its own leader epoch as metadata
+    (``ReplicaManager.applyLocalLeadersDelta`` → ``Partition.makeLeader``): its state becomes
+    the committed one, dropping a pending proposal from its maximal ISR (ISR-ALTER-6; a
+    leader whose new epoch is still in flight has applied neither, PRODUCE-2), and it retries
+    its HW, as every ``makeLeader`` ends."""
+    d.fired.append("CTRL-FAIL-3")
+    if d.alter_partitions and d.is_current_leader(d.replicas[d.position[leader_id]]):
+        abandon_proposals(d, leader_id)
+    maybe_increment_hw(d, leader_id)
 
 
 def _offline_election(d: Draft, prefer: str | None = None) -> bool:
@@ -250,10 +259,9 @@ def heartbeat_lapse(d: Draft, replica_id: str) -> None:
     fenced = tuple([r for r in d.config.replicas if r in ctrl.down or r == replica_id])
     d.controller = evolve(ctrl, down=fenced, isr=new_isr, partition_epoch=ctrl.partition_epoch + 1)
     if ctrl.leader is not None:
-        # CTRL-FAIL-3: the leader applies the ISR change (metadata, no new epoch) and retries
-        # its HW while the broker is fenced (the HW's count skips fenced brokers)
-        d.fired.append("CTRL-FAIL-3")
-        maybe_increment_hw(d, ctrl.leader)
+        # the leader applies the ISR change and retries its HW while the broker is fenced
+        # (the HW's count skips fenced brokers)
+        _leader_applies_isr_record(d, ctrl.leader)
     d.controller = evolve(d.controller, down=ctrl.down)  # unfenced at its next heartbeat
 
 
@@ -277,7 +285,10 @@ def deliver_alter_partition(d: Draft, replica_id: str) -> None:
     HW (``Partition.handleAlterPartitionUpdate``, 3.1+, KAFKA-13091). ISR-ALTER-4: on a
     refusal the leader returns to the committed ISR, except after ``FENCED_LEADER_EPOCH``
     (a leader that has not seen its new epoch, ISR-ALTER-5): it keeps the proposal pending
-    until its new LeaderAndIsr arrives (``Partition.handleAlterPartitionError``)."""
+    until its new LeaderAndIsr arrives (``Partition.handleAlterPartitionError``). A proposal
+    the leader abandoned when it applied a newer record (ISR-ALTER-6) is always refused (that
+    record raised the partition epoch, and the leader epoch never goes down), and the leader
+    ignores the answer."""
     if (refused := deliver_alter_partition_refused(d, replica_id)) is not None:
         raise refused
     proposal = next(p for p in d.alter_partitions if p.leader == replica_id)
@@ -292,6 +303,9 @@ def deliver_alter_partition(d: Draft, replica_id: str) -> None:
         error = "INELIGIBLE_REPLICA"
     if error is not None:
         d.fired.append("ISR-ALTER-4")
+        if proposal.abandoned:
+            d.fired.append("ISR-ALTER-6")  # the leader's state moved on: it ignores the answer
+            return
         if error == "FENCED_LEADER_EPOCH":
             # ISR-ALTER-5: a fenced leader keeps its proposal pending until its new LeaderAndIsr arrives.
             d.fenced_proposals = (*d.fenced_proposals, proposal)

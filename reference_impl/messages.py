@@ -93,6 +93,11 @@ class AlterPartition:
     partition_epoch: int
     isr: tuple[str, ...]
     """The proposed ISR, in replica order."""
+    abandoned: bool = False
+    """The leader no longer waits on it (ISR-ALTER-6): it applied a newer partition record
+    at its own leader epoch, which reset its pending ISR change to the committed one. The
+    request is still in flight and blocks the leader's next proposal until answered; the
+    leader ignores the answer."""
 
 
 @dataclass(frozen=True)

@@ -443,7 +443,18 @@ STEP_KINDS: tuple[StepKind, ...] = (
     StepKind(
         Restart,
         "broker.restart",
-        ("RESTART", "RESTART-PRE", "CTRL-ELECT", "CTRL-FAIL", "LAI", "TRUNC", "TRUNC-HW", "EPOCH-CACHE", "HW-LEADER"),
+        (
+            "RESTART",
+            "RESTART-PRE",
+            "CTRL-ELECT",
+            "CTRL-FAIL",
+            "LAI",
+            "TRUNC",
+            "TRUNC-HW",
+            "EPOCH-CACHE",
+            "HW-LEADER",
+            "ISR-ALTER",
+        ),
         "broker.restart_refused",
         changes_logs=True,
     ),
@@ -471,6 +482,7 @@ STEP_KINDS: tuple[StepKind, ...] = (
             "MSG-DROP",
             "PRODUCE",
             "CKPT",
+            "ISR-ALTER",
         ),
         "controller.elect_refused",
         changes_logs=True,
@@ -497,7 +509,7 @@ STEP_KINDS: tuple[StepKind, ...] = (
     StepKind(
         HeartbeatLapse,
         "controller.heartbeat_lapse",
-        ("CTRL-FENCE", "CTRL-FENCE-PRE", "CTRL-FAIL", "HW-LEADER", "PRODUCE"),
+        ("CTRL-FENCE", "CTRL-FENCE-PRE", "CTRL-FAIL", "HW-LEADER", "PRODUCE", "ISR-ALTER"),
         "controller.heartbeat_lapse_refused",
     ),
 )

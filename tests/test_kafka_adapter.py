@@ -221,6 +221,8 @@ SETTLED_WITH_KAFKA = (
     "unfetched-follower-not-isr-eligible",  # candidate 5: HW-LEADER-4, no fetch since the leader's election
     "restarted-follower-stale-broker-epoch",  # candidate 5: HW-LEADER-4, no fetch since the follower's restart
     "restarted-follower-broker-epoch-by-generation/diverging-epoch",  # candidate 5: HW-LEADER-4 (4.4's case)
+    "kraft-same-epoch-record-resets-pending-expansion",  # replay s20-8842: ISR-ALTER-6, the record resets the proposal
+    "kraft-fenced-follower-record-resets-pending-expansion",  # ISR-ALTER-6 on CTRL-FENCE-1; a fenced answer ignored
 )
 """Bundled fixtures written when Kafka under kconform showed the reference wrong (docs/kafka.md)."""
 

@@ -155,7 +155,14 @@ _SAME_CACHE_WRITTEN_BACK = (
     "start) is written back unchanged: only the fired entry differs, and no observation carries fired rules"
 )
 
+_ABANDON_NOTHING_NEW = (
+    "with the test forced, a leader with no proposal it still waits on gets its proposals marked abandoned again "
+    "(none, or ones already abandoned): the state is unchanged, only the fired entry differs, and no observation "
+    "carries fired rules"
+)
+
 EQUIVALENT: dict[str, str] = {
+    "ISR-ALTER-6:guard-on:alter_partition.abandon_proposals:1": _ABANDON_NOTHING_NEW,
     "EPOCH-CACHE-4:guard-on:replica_ops.raise_log_start:1": _SAME_CACHE_WRITTEN_BACK,
     "FETCH-LEADER-2:guard-on:leader_fetch.handle_fetch:1": _LAST_EPOCH_SENT_ONLY_WHERE_CARRIED,
     "PRODUCE-PRE-1:skip:producer.produce_refused:1": _HARNESS_LABEL,
