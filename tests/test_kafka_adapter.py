@@ -218,6 +218,9 @@ SETTLED_WITH_KAFKA = (
     "stale-leader-expansion-holds-hw",  # candidate 4: ISR-ALTER-5, the fenced expansion holds the HW
     "given-leader-unknown-follower-no-previous-fetch-hw/diverging-epoch",  # candidate F: INIT-5, no previous fetch
     "stale-leader-takes-later-isr-change",  # candidate 6: PRODUCE-2, a stale leader counts the ISR it knows
+    "out-of-range-reset-needs-live-leader/diverging-epoch",  # s20-134: FOLLOWER-OOR-4, the leader is down
+    "out-of-range-reset-needs-leader/diverging-epoch",  # FOLLOWER-OOR-4, the leader stepped down
+    "out-of-range-reset-asks-current-leader/diverging-epoch",  # FOLLOWER-OOR-4, the leader's epoch moved on
 )
 """Bundled fixtures written when Kafka under kconform showed the reference wrong (docs/kafka.md)."""
 
@@ -241,11 +244,12 @@ def test_kafka_and_the_reference_agree_where_kafka_showed_the_reference_wrong(bu
 
 
 def test_kafka_passes_the_open_candidate_fixtures_the_reference_fails(built: Path) -> None:
-    """The open candidate reference errors (docs/kafka.md: candidate 5) state what Kafka 4.x
+    """The open candidate reference errors (docs/kafka.md: candidate 5, and the log start a
+    restart restores, LOG-START-4) state what Kafka 4.x
     does; if the adapter stops showing it (or the reference starts to), the classification is
     stale and the witness should move to the bundled fixtures with its rule."""
     fixtures, problems = kconform.load_fixtures([Path(built) / "candidates"])
-    assert not problems and len(fixtures) == 2
+    assert not problems and len(fixtures) == 3
     document = kconform.run_suite(
         [
             kconform.Implementation("kafka", kconform.resolve("kafka")),
