@@ -17,7 +17,7 @@ from .leader_fetch import handle_fetch
 from .messages import Delivered, EpochResponse, FetchResponse
 from .network import reachable
 from .replica_ops import raise_log_start, set_hw, truncate, truncate_fully_and_start_at
-from .state import FETCHING, FOLLOWER, TRUNCATING, Replica
+from .state import FETCHING, FOLLOWER, LEADER, TRUNCATING, Replica
 from .truncation import offset_truncation
 from .values import evolve
 
@@ -141,21 +141,30 @@ def deliver_fetch(d: Draft, replica_id: str) -> None:
 
 
 def _handle_out_of_range(d: Draft, follower: Replica, response: FetchResponse) -> None:
-    """FOLLOWER-OOR-1: the leader's log ends below the fetch offset: truncate to the
-    leader's LEO. FOLLOWER-OOR-2: under hw-truncation with unclean election disabled,
-    Kafka 0.10 halts the broker instead (``ReplicaFetcherThread.handleOffsetOutOfRange``).
-    FOLLOWER-OOR-3: the leader's log starts above the follower's LEO: drop the whole log
-    and start at the leader's log start (``AbstractFetcherThread.fetchOffsetAndTruncate``)."""
-    leader_leo = cast(int, response.leader_leo)  # always set on OFFSET_OUT_OF_RANGE
-    leader_log_start = response.leader_log_start or 0
-    if leader_leo < follower.leo:
+    """The follower resets its fetch offset from a ListOffsets round trip to the leader at
+    delivery time (``AbstractFetcherThread.fetchOffsetAndTruncate``), not from the answer.
+    FOLLOWER-OOR-4: that leader is down, no longer leads, or (KIP-320) leads another epoch:
+    the round trip fails and nothing changes (``handleOutOfRangeError``: retry or fenced).
+    FOLLOWER-OOR-1: the leader's log ends below the follower's: truncate to the leader's LEO.
+    FOLLOWER-OOR-2: under hw-truncation with unclean election disabled, Kafka 0.10 halts the
+    broker instead (``ReplicaFetcherThread.handleOffsetOutOfRange``). FOLLOWER-OOR-3: the
+    leader's log starts above the follower's LEO: drop the whole log and start there."""
+    leader = d.replicas[d.position[response.src]]
+    if (
+        not leader.online
+        or leader.role is not LEADER
+        or (d.profile.fences_request_epochs and leader.leader_epoch != follower.leader_epoch)
+    ):
+        d.fired.append("FOLLOWER-OOR-4")
+        return
+    if leader.leo < follower.leo:
         if d.profile.halts_on_out_of_range and not d.config.unclean_leader_election:
             d.fired.append("FOLLOWER-OOR-2")
             broker.crash(d, follower.id)
             return
-        truncate(d, follower.id, leader_leo, rule="FOLLOWER-OOR-1")
-    elif leader_log_start > follower.leo:
-        truncate_fully_and_start_at(d, follower.id, leader_log_start, rule="FOLLOWER-OOR-3")
+        truncate(d, follower.id, leader.leo, rule="FOLLOWER-OOR-1")
+    elif leader.log_start > follower.leo:
+        truncate_fully_and_start_at(d, follower.id, leader.log_start, rule="FOLLOWER-OOR-3")
     else:
         d.fired.append("FOLLOWER-OOR-1")
 

@@ -30,11 +30,13 @@ class FetchResponse:
     error: str | None = None
     diverging_epoch: tuple[int, int] | None = None
     leader_leo: int | None = None
-    """Carried with OFFSET_OUT_OF_RANGE: the leader's LEO the follower truncates to."""
+    """Carried with OFFSET_OUT_OF_RANGE: the leader's LEO when it answered (observed only; the
+    follower reads the leader's LEO again when it processes the error, FOLLOWER-OOR-4)."""
     log_start: int = 0
     """The leader's log start offset sampled with the HW (-1 on an error, as in Kafka)."""
     leader_log_start: int | None = None
-    """Carried with OFFSET_OUT_OF_RANGE: the leader's log start (FOLLOWER-OOR-3)."""
+    """Carried with OFFSET_OUT_OF_RANGE: the leader's log start when it answered (the follower
+    reads it again when it processes the error)."""
     incarnation: int = 0
     """The incarnation of the follower that sent the request."""
 

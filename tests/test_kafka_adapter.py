@@ -223,6 +223,9 @@ SETTLED_WITH_KAFKA = (
     "restarted-follower-broker-epoch-by-generation/diverging-epoch",  # candidate 5: HW-LEADER-4 (4.4's case)
     "kraft-same-epoch-record-resets-pending-expansion",  # replay s20-8842: ISR-ALTER-6, the record resets the proposal
     "kraft-fenced-follower-record-resets-pending-expansion",  # ISR-ALTER-6 on CTRL-FENCE-1; a fenced answer ignored
+    "out-of-range-reset-needs-live-leader/diverging-epoch",  # s20-134: FOLLOWER-OOR-4, the leader is down
+    "out-of-range-reset-needs-leader/diverging-epoch",  # FOLLOWER-OOR-4, the leader stepped down
+    "out-of-range-reset-asks-current-leader/diverging-epoch",  # FOLLOWER-OOR-4, the leader's epoch moved on
 )
 """Bundled fixtures written when Kafka under kconform showed the reference wrong (docs/kafka.md)."""
 
@@ -245,9 +248,21 @@ def test_kafka_and_the_reference_agree_where_kafka_showed_the_reference_wrong(bu
     assert set(status.values()) == {"PASS"}, status
 
 
-def test_no_kafka_4_candidate_is_open() -> None:
-    """docs/kafka.md lists no open Kafka 4.x candidate: candidate 5, the last, is HW-LEADER-4 and
-    its witnesses are bundled (SETTLED_WITH_KAFKA). A new witness Kafka passes and the reference
-    fails goes in adapters/kafka/candidates with a test that runs it on both."""
-    folder = ADAPTERS / "kafka" / "candidates"
-    assert sorted(p.name for p in folder.glob("*.yaml")) == []
+def test_kafka_passes_the_open_candidate_fixtures_the_reference_fails(built: Path) -> None:
+    """The open candidate reference errors (docs/kafka.md: candidate I, the log start a
+    restart restores, LOG-START-4) state what Kafka 4.x
+    does; if the adapter stops showing it (or the reference starts to), the classification is
+    stale and the witness should move to the bundled fixtures with its rule."""
+    fixtures, problems = kconform.load_fixtures([Path(built) / "candidates"])
+    assert not problems and len(fixtures) == 1
+    document = kconform.run_suite(
+        [
+            kconform.Implementation("kafka", kconform.resolve("kafka")),
+            kconform.Implementation("reference", kconform.resolve("reference")),
+        ],
+        fixtures,
+    )
+    status = {(r["implementation"], r["fixture"]): r["status"] for r in document["results"]}
+    for fixture in fixtures:
+        assert status["kafka", fixture.id] == "PASS"
+        assert status["reference", fixture.id] == "FAIL"

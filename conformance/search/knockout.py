@@ -116,12 +116,6 @@ _UNKNOWN_NAME = (
     "the config's replicas, so no suite can judge the answer to one"
 )
 
-_OOR_INSIDE = (
-    "an OFFSET_OUT_OF_RANGE answer carries the leader's LEO and log start of the moment it answered a fetch "
-    "from the follower's LEO outside [log start, LEO], and nothing moves that LEO while the fetch is "
-    "outstanding (FETCH-PRE-1; a new session drops the answer, MSG-DROP-1): the branch for a fetch offset "
-    "inside the leader's log is never taken, so forcing the choice between the other two changes nothing"
-)
 _ISR_CHECK_IN_FLIGHT = (
     "maybe_shrink_isr does nothing while the leader's ISR change is in flight (isr.in_flight), so scheduling "
     "the check anyway only splits the tick at a moment where nothing happens; the checkpoint runs of the two "
@@ -167,8 +161,6 @@ EQUIVALENT: dict[str, str] = {
     "FETCH-LEADER-2:guard-on:leader_fetch.handle_fetch:1": _LAST_EPOCH_SENT_ONLY_WHERE_CARRIED,
     "PRODUCE-PRE-1:skip:producer.produce_refused:1": _HARNESS_LABEL,
     "PRODUCE-PRE-1:guard-off:producer.produce_refused:1": _HARNESS_LABEL,
-    "FOLLOWER-OOR-1:guard-off:follower._handle_out_of_range:2": _OOR_INSIDE,
-    "FOLLOWER-OOR-3:guard-on:follower._handle_out_of_range:1": _OOR_INSIDE,
     "ISR-ALTER-1:skip:clock._next_isr_check:1": _ISR_CHECK_IN_FLIGHT,
     "ISR-ALTER-1:guard-off:clock._next_isr_check:1": _ISR_CHECK_IN_FLIGHT,
     "CTRL-ELECT-2:skip:controller._offline_election:1": _HISTORY_ONLY,

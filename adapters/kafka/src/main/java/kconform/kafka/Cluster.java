@@ -694,7 +694,11 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         Broker l = req.leader();
         UnifiedLog log = f.partition.localLogOrException();
         if (answer.error() == Errors.OFFSET_OUT_OF_RANGE) {
-            if (l.online && l.partition != null && l.partition.log().isDefined()) {
+            // The ListOffsets round trip (LeaderEndPoint.fetchLatestOffset / fetchEarliestOffset)
+            // reaches a live broker that still leads in the follower's epoch, else it fails
+            // (Partition.localLogWithEpochOrThrow) and the fetcher retries: FOLLOWER-OOR-4.
+            if (l.online && l.partition != null && l.partition.log().isDefined()
+                && l.partition.isLeader() && l.partition.getLeaderEpoch() == f.leaderEpoch) {
                 UnifiedLog leaderLog = l.partition.localLogOrException();
                 fetchOffsetAndTruncate(f, log.logEndOffset(), leaderLog.logStartOffset(), leaderLog.logEndOffset());
             }
