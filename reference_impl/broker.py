@@ -15,7 +15,7 @@ from .draft import Draft, Readable
 from .errors import StepRejected
 from .fetch_purgatory import abort_parked_fetches
 from .purgatory import fail_pending_produces
-from .replica_ops import truncate
+from .replica_ops import restore_unchecked, truncate
 from .roles import become_follower
 from .state import FETCHING, NO_ROLE
 from .values import evolve
@@ -111,6 +111,7 @@ def restart(d: Draft, replica_id: str) -> None:
         )
     )
     d.fired.append("RESTART-1")
+    restore_unchecked(d, replica_id)  # LOG-START-5: a log start raised since the last checkpoint run
     restarted = d.replicas[d.position[replica_id]]
     loaded = epoch_cache.truncate_from_end(restarted.epoch_cache, restarted.leo)
     # RESTART-3: loading the log drops the cache entries at or above its end, such as an

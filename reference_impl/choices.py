@@ -67,3 +67,15 @@ def with_checkpoint(state: State, replica_id: str, hw: int) -> State:
     position = state.config.position[replica_id]
     replicas = (*state.replicas[:position], evolve(replica, checkpoint_hw=hw), *state.replicas[position + 1 :])
     return replace(state, replicas=replicas)
+
+
+def with_log_start_checkpoint(state: State, replica_id: str) -> State:
+    """CHOICE-8: ``replica_id``'s raised log start (LOG-START-4) written to its checkpoint
+    before the crash, earlier than the task's schedule (CKPT-3): the restart keeps it.
+    Used on an offline broker before its restart."""
+    replica = state.replica(replica_id)
+    if not replica.unchecked_below:
+        raise StepRejected("CHOICE-8", f"with_log_start_checkpoint: {replica_id}'s log start is already checkpointed")
+    position = state.config.position[replica_id]
+    replicas = (*state.replicas[:position], evolve(replica, unchecked_below=()), *state.replicas[position + 1 :])
+    return replace(state, replicas=replicas)

@@ -7,7 +7,11 @@ Timers, and their order when several fall on the same millisecond (TICK-1):
 3. each leader's ``isr-expiration`` task, every ``replica.lag.time.max.ms / 2`` from
    its broker's start (ISR-SHRINK-*);
 4. each broker's ``highwatermark-checkpoint`` task, every
-   ``replica.high.watermark.checkpoint.interval.ms`` from its start (CKPT-2).
+   ``replica.high.watermark.checkpoint.interval.ms`` from its start (CKPT-2);
+5. each broker's ``kafka-log-start-offset-checkpoint`` task, ``log.initial.task.delay.ms``
+   after its start and every ``log.flush.start.offset.checkpoint.interval.ms`` from then
+   (CKPT-3). It only makes a raised log start durable, which no other timer reads, so
+   where it falls among them changes nothing.
 
 Between steps nothing else moves, so a periodic task only needs to run where it can
 change something: the ISR check at the first run after a follower starts lagging, the
@@ -81,6 +85,26 @@ def _checkpoint_runs(d: Draft, after: int, before: int, inclusive: bool) -> None
             d.fired.append("CKPT-2")
 
 
+LOG_INITIAL_TASK_DELAY_MS = 30_000
+"""``log.initial.task.delay.ms`` (``ServerLogConfigs.LOG_INITIAL_TASK_DELAY_MS_DEFAULT``; 2.6:
+``LogManager.InitialTaskDelayMs``): when a broker's LogManager first runs its periodic tasks."""
+LOG_START_CHECKPOINT_INTERVAL_MS = 60_000
+"""``log.flush.start.offset.checkpoint.interval.ms`` (default 60000)."""
+
+
+def _log_start_checkpoint_runs(d: Draft, after: int, end: int) -> None:
+    """CKPT-3: a live broker whose log start rose since its last checkpoint run (LOG-START-4)
+    writes it at the task's first run in ``(after, end]``: from then a crash keeps it."""
+    for replica in list(d.replicas):
+        if not replica.unchecked_below or not replica.online:
+            continue
+        first = replica.started_ms + LOG_INITIAL_TASK_DELAY_MS
+        run = _first_run_at_or_after(first, LOG_START_CHECKPOINT_INTERVAL_MS, after + 1)
+        if run <= end:
+            d.put(evolve(replica, unchecked_below=()))
+            d.fired.append("CKPT-3")
+
+
 def tick(d: Draft, ms: int) -> None:
     """TICK-1: advance the clock by ``ms``, firing due timers in time order.
 
@@ -93,6 +117,7 @@ def tick(d: Draft, ms: int) -> None:
     cursor = d.clock_ms
     fired = cursor - 1
     d.fired.append("TICK-1")
+    _log_start_checkpoint_runs(d, cursor, end)
     while True:
         candidates = (
             [p.deadline_ms for p in d.parked_fetches if fired < p.deadline_ms <= end] if d.parked_fetches else []

@@ -162,12 +162,19 @@ def _replica(config: Config, name: str, data: Mapping[str, Any], partition: Cont
     if checkpoint_hw > leo:
         raise InitialStateError(where + "checkpoint_hw", f"{checkpoint_hw} is above the LEO {leo} (INIT-2)")
     leader = _replica_id(data.get("leader", partition.leader), where + "leader", config, nullable=True)
-    # INIT-4: a live ZooKeeper broker of a leaderless partition was given it by a LeaderAndIsr
-    # naming no leader, which leaves its Partition at no epoch (LAI-4, RESTART-1)
-    knows = partition.epoch
-    if online and partition.leader is None and not config.profile.applies_leaderless_leader_and_isr:
-        knows = epoch_cache.UNDEFINED_EPOCH
+    # INIT-4: a ZooKeeper broker of a leaderless partition was given it by a LeaderAndIsr
+    # naming no leader, which leaves its Partition at no epoch (LAI-4, RESTART-1); an offline
+    # one by default too (started into it, then down again), and none knows the leaderless
+    # record's own epoch, which no ZooKeeper broker ever takes
+    leaderless_zk = partition.leader is None and not config.profile.applies_leaderless_leader_and_isr
+    knows = epoch_cache.UNDEFINED_EPOCH if leaderless_zk else partition.epoch
     leader_epoch = _int(data.get("leader_epoch", knows), where + "leader_epoch", epoch_cache.UNDEFINED_EPOCH)
+    if leaderless_zk and not online and leader_epoch == partition.epoch != epoch_cache.UNDEFINED_EPOCH:
+        raise InitialStateError(
+            where + "leader_epoch",
+            f"{leader_epoch} is the epoch of the controller's record with no leader, which a ZooKeeper "
+            "broker never takes (LAI-4): give -1 or an older epoch (INIT-4)",
+        )
     bound = partition.epoch if leader_epoch == epoch_cache.UNDEFINED_EPOCH else leader_epoch
     if leader_epoch > partition.epoch:
         raise InitialStateError(
@@ -319,7 +326,9 @@ def _check_together(partition: Controller, replicas: tuple[_GivenReplica, ...]) 
     """INIT-1: what must hold between replicas: the leader's HW is at most the LEO of
     every live ISR member (a replica joins the ISR only once it reached the HW, and the
     HW never passes an ISR member's LEO), and ISR members hold the leader's records
-    below its HW (checked on the built state by the StrongIsr invariant)."""
+    below its HW (checked on the built state by the StrongIsr invariant). INIT-6: two
+    replicas never hold different records of one epoch at one offset."""
+    _check_one_record_per_epoch_and_offset(replicas)
     if partition.leader is None:
         return
     by_id = {r.id: r for r in replicas}
@@ -333,6 +342,23 @@ def _check_together(partition: Controller, replicas: tuple[_GivenReplica, ...]) 
                 f"replicas.{name}.log",
                 f"ISR member {name} has LEO {member.leo}, below the leader's HW {leader.hw} (INIT-1)",
             )
+
+
+def _check_one_record_per_epoch_and_offset(replicas: tuple[_GivenReplica, ...]) -> None:
+    """INIT-6: one leader leads an epoch, and it writes each offset once in it (a leader never
+    truncates its own log while it leads; a restarted broker leads a new epoch), so a record
+    of epoch e at offset o is the same record wherever it is: each replica's copy came from
+    that leader (the Log Matching property KIP-101's truncation relies on)."""
+    seen: dict[tuple[int, int], tuple[str, Record]] = {}
+    for replica in replicas:
+        for offset, record in enumerate(replica.records, start=replica.log_start):
+            first = seen.setdefault((offset, record.epoch), (replica.id, record))
+            if first[1] != record:
+                raise InitialStateError(
+                    f"replicas.{replica.id}.log[{offset - replica.log_start}]",
+                    f"{record.render()} at offset {offset}, where {first[0]} holds {first[1].render()} of the same "
+                    "epoch: one leader wrote each offset of an epoch once, so every copy is the same record (INIT-6)",
+                )
 
 
 def given_state(config: Config, data: Mapping[str, Any]) -> State:

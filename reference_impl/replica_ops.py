@@ -9,6 +9,7 @@ from __future__ import annotations
 from . import epoch_cache
 from .draft import Draft
 from .given import log_starting_at
+from .state import Replica
 from .values import evolve
 
 
@@ -45,7 +46,10 @@ def truncate(d: Draft, replica_id: str, offset: int, *, rule: str, recovery: boo
     new_log = replica.log.truncate(offset)
     new_cache = epoch_cache.truncate_from_end(replica.epoch_cache, len(new_log))
     if offset < replica.log_start:
-        d.put(evolve(replica, log=new_log, epoch_cache=new_cache, log_start=len(new_log)))
+        # LOG-START-5: Log.truncateTo deletes every segment; a power failure's recovery
+        # (CRASH-2) loses the disk only from ``offset`` on, so what lies below stays.
+        below = replica.unchecked_below[: max(0, offset - durable_log_start(replica))] if recovery else ()
+        d.put(evolve(replica, log=new_log, epoch_cache=new_cache, log_start=len(new_log), unchecked_below=below))
         d.fired.append("LOG-START-2")
     else:
         d.put(evolve(replica, log=new_log, epoch_cache=new_cache))
@@ -60,9 +64,32 @@ def truncate_fully_and_start_at(d: Draft, replica_id: str, offset: int, *, rule:
     """LOG-START-3: drop the whole log and start it empty at ``offset`` (Kafka
     ``UnifiedLog.truncateFullyAndStartAt``): no records, an empty epoch cache, HW at ``offset``."""
     replica = d.replicas[d.position[replica_id]]
-    d.put(evolve(replica, log=log_starting_at(offset), epoch_cache=(), log_start=offset))
+    d.put(evolve(replica, log=log_starting_at(offset), epoch_cache=(), log_start=offset, unchecked_below=()))
     d.fired.extend((rule, "LOG-START-3"))
     set_hw(d, replica_id, offset)
+
+
+def durable_log_start(replica: Replica) -> int:
+    """LOG-START-5: the log start a restart comes back to, the one in the
+    ``log-start-offset-checkpoint`` file (or the first segment's base offset)."""
+    return replica.log_start - len(replica.unchecked_below)
+
+
+def restore_unchecked(d: Draft, replica_id: str) -> None:
+    """LOG-START-5: loading the log after a crash (``LogLoader``) starts it at the checkpointed
+    log start, so the records a raise hid since the last checkpoint run are back. The epoch
+    cache keeps the first entry the raise moved up (EPOCH-CACHE-4 wrote it to
+    ``leader-epoch-checkpoint``: 2.6 at once, 4.x from the scheduler straight after), and
+    log recovery assigns no epoch at or below the cache's latest (``LogSegment.recover``),
+    so the records found again have no entry of their own."""
+    replica = d.replicas[d.position[replica_id]]
+    hidden = replica.unchecked_below
+    if not hidden:
+        return
+    start = durable_log_start(replica)
+    log = log_starting_at(start, hidden + replica.log.read(replica.log_start))
+    d.put(evolve(replica, log=log, log_start=start, unchecked_below=()))
+    d.fired.append("LOG-START-5")
 
 
 def raise_log_start(d: Draft, replica_id: str, offset: int) -> None:
@@ -71,11 +98,16 @@ def raise_log_start(d: Draft, replica_id: str, offset: int) -> None:
     ``LeaderOffsetIncremented``): the records below it leave the log and the epoch cache's
     first entry moves up to it (EPOCH-CACHE-4). The HW and the LEO stay: the follower's new
     HW is at least the leader's log start (HW-FOLLOWER-1 with a fetch offset at or above it,
-    FETCH-LEADER-4), so Kafka's "larger than the high watermark" refusal cannot arise."""
+    FETCH-LEADER-4), so Kafka's "larger than the high watermark" refusal cannot arise.
+    LOG-START-5: the records it hides stay on disk (``unchecked_below``) until the
+    log-start checkpoint task runs (CKPT-3)."""
     replica = d.replicas[d.position[replica_id]]
     if offset <= replica.log_start:
         return
-    replica = evolve(replica, log=log_starting_at(offset, replica.log.read(offset)), log_start=offset)
+    hidden = replica.unchecked_below + replica.log.read(replica.log_start, offset)  # LOG-START-5
+    replica = evolve(
+        replica, log=log_starting_at(offset, replica.log.read(offset)), log_start=offset, unchecked_below=hidden
+    )
     d.put(replica)
     d.fired.append("LOG-START-4")
     cache = epoch_cache.truncate_from_start(replica.epoch_cache, offset)

@@ -100,6 +100,12 @@ class Replica:
     log_start: int = 0
     """The log start offset: records below it are gone (LOG-START-1). The log keeps
     offsets as positions: below this it reads ``log.GAP``, stored nowhere (``Log.starting_at``)."""
+    unchecked_below: tuple[Record, ...] = ()
+    """The records just below ``log_start`` that a raised log start (LOG-START-4) hid but
+    that are still on disk: the raise lives in memory until the broker's log-start
+    checkpoint task writes it (CKPT-3), so a crash before then brings them back with the
+    old log start (LOG-START-5). Empty unless a follower raised its log start since its
+    last checkpoint run; never observed."""
     isr: tuple[str, ...] = ()
     """On a leader that no longer leads the controller's epoch (its next LeaderAndIsr is in
     flight): the ISR it still knows, that of the last epoch it led (PRODUCE-2). A current

@@ -50,6 +50,7 @@ DEFECTS = {
     "choice-consume-one-record-broken": {"consumer", "SAFE-CONSUMER-BELOW-HW"},
     "choice-isr-check-every-step-broken": {"isr"},
     "choice-checkpoint-every-change-broken": {"hw"},
+    "choice-log-start-durable-at-once-broken": {"log_start", "log"},
 }
 """Each twin and what its one bug breaks: the field (last part of its path) or the safety
 property a settled failure must name."""

@@ -117,6 +117,17 @@ def test_a_leaderless_zookeeper_partition_starts_with_live_replicas_knowing_no_e
         normalise(le, {**given, "replicas": {"A": {"log": ["a@0", "b@1"], "hw": 1, "leader_epoch": 2}}})
     de = config_from_dict({"replicas": ["A", "B"], "generation": "diverging-epoch"})
     assert [normalise(de, given)["replicas"][r]["leader_epoch"] for r in "AB"] == [2, 2]
+    # An offline one knows -1 by default too, or an older epoch, never the leaderless record's
+    # (found by Kafka 2.6 under fuzz from a drawn start; fixture leaderless-start-offline-replica-epoch)
+    offline = {**given, "replicas": {**given["replicas"], "B": {"online": False, "log": ["a@0"], "hw": 1}}}
+    assert [normalise(le, offline)["replicas"][r]["leader_epoch"] for r in "AB"] == [-1, -1]
+    assert [normalise(de, offline)["replicas"][r]["leader_epoch"] for r in "AB"] == [2, 2]
+    older = {**offline, "replicas": {**offline["replicas"], "B": {**offline["replicas"]["B"], "leader_epoch": 1}}}
+    assert normalise(le, older)["replicas"]["B"]["leader_epoch"] == 1
+    knows = {**offline, "replicas": {**offline["replicas"], "B": {**offline["replicas"]["B"], "leader_epoch": 2}}}
+    with pytest.raises(InitialStateError, match=r"replicas\.B\.leader_epoch: 2 is the epoch of the controller"):
+        normalise(le, knows)
+    assert normalise(de, knows)["replicas"]["B"]["leader_epoch"] == 2
 
 
 @pytest.mark.parametrize(
@@ -166,9 +177,17 @@ def test_schema_errors_in_initial_point_at_the_field(tmp_path: Path) -> None:
 
 def test_the_state_must_satisfy_the_invariants(tmp_path: Path) -> None:
     # B in the ISR with a record below the leader's HW that differs: StrongIsr (INIT-1)
-    text = FIXTURE.replace("  isr: [A]", "  isr: [A, B]").replace("{log: [a@0, b@2, x@4], hw: 0}", "{log: [z@0, b@2]}")
+    text = FIXTURE.replace("  isr: [A]", "  isr: [A, B]").replace("{log: [a@0, b@2, x@4], hw: 0}", "{log: [z@1, b@2]}")
     [problem] = load(tmp_path, text)
     assert "initial: not a state a partition can be in: StrongIsr" in problem
+
+
+def test_two_replicas_never_hold_different_records_of_one_epoch_at_one_offset(tmp_path: Path) -> None:
+    """INIT-6: one leader wrote each offset of an epoch once (found by the Kafka 4.4 replay,
+    s20-85146: a drawn start whose two followers held different epoch-0 records at offset 1)."""
+    [problem] = load(tmp_path, FIXTURE.replace("{log: [a@0, b@2, x@4], hw: 0}", "{log: [z@0, b@2]}"))
+    assert "f.yaml:15: initial.replicas.B.log[0]: z@0 at offset 0, where A holds a@0 of the same epoch" in problem
+    assert "(INIT-6)" in problem
 
 
 def test_hw_truncation_keeps_no_cache() -> None:

@@ -187,6 +187,9 @@ FIXED_ON_26 = (
     "follower-log-start-fetching-at-leaders-start",  # E: LOG-START-4
     "given-leader-unknown-follower-no-previous-fetch-hw",  # F: INIT-5
     "given-leader-unknown-follower-no-previous-fetch-isr",  # F: INIT-5
+    "raised-log-start-reverts-on-restart",  # I: LOG-START-5
+    "raised-log-start-checkpointed-survives-restart",  # I: CKPT-3
+    "leaderless-start-offline-replica-epoch",  # a drawn start 2.6 cannot hold: INIT-4
 )
 """The bundled witnesses of the reference errors Kafka 2.6 showed (docs/kafka.md, "Kafka 2.6")."""
 

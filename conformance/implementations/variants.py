@@ -16,8 +16,9 @@ from dataclasses import replace
 from typing import Any
 
 import reference_impl
-from reference_impl import State, StepRejected, step_from_dict
+from reference_impl import State, StepRejected, epoch_cache, step_from_dict
 from reference_impl.choices import consume_at_most, elect_preferring
+from reference_impl.given import log_starting_at
 from reference_impl.steps import Consume, Elect, IsrExpiration
 from reference_impl.values import evolve
 
@@ -203,6 +204,44 @@ class CheckpointLeo(CheckpointEveryChange):
         self._state = replace(self._state, replicas=replicas)
 
 
+class LogStartDurableAtOnce(_Wrapper):
+    """CHOICE-8: a follower's raised log start (LOG-START-4) is checkpointed at once, and the
+    records below it deleted, not left on disk until the ``kafka-log-start-offset-checkpoint``
+    task runs. Correct: a restart keeps a log start the leader had, nothing committed above it
+    is lost."""
+
+    name = "choice-log-start-durable-at-once"
+    off_by_one = False
+
+    def after(self) -> None:
+        assert self._state is not None
+        if not any(r.unchecked_below for r in self._state.replicas):
+            return
+        replicas = []
+        for r in self._state.replicas:
+            if r.unchecked_below:
+                r = evolve(r, unchecked_below=())
+                if self.off_by_one and r.log_start < r.hw:  # the twin deletes the first record it keeps too
+                    start = r.log_start + 1
+                    r = evolve(
+                        r,
+                        log=log_starting_at(start, r.log.read(start)),
+                        log_start=start,
+                        epoch_cache=epoch_cache.truncate_from_start(r.epoch_cache, start),
+                    )
+            replicas.append(r)
+        self._state = replace(self._state, replicas=tuple(replicas))
+
+
+class LogStartDurableOffByOne(LogStartDurableAtOnce):
+    """Twin of ``choice-log-start-durable-at-once``: deletes the records below the new log start
+    and the first one at it (an off-by-one), so a committed record leaves the follower's log.
+    Defective."""
+
+    name = "choice-log-start-durable-at-once-broken"
+    off_by_one = True
+
+
 VARIANTS: dict[str, type[_Wrapper]] = {
     cls.name: cls
     for cls in (
@@ -216,6 +255,8 @@ VARIANTS: dict[str, type[_Wrapper]] = {
         IsrCheckHalfLag,
         CheckpointEveryChange,
         CheckpointLeo,
+        LogStartDurableAtOnce,
+        LogStartDurableOffByOne,
     )
 }
 """Name -> class: the correct variants and their ``-broken`` twins."""
@@ -269,3 +310,13 @@ def checkpoint_every_change() -> CheckpointEveryChange:
 def checkpoint_leo() -> CheckpointLeo:
     """CHOICE-7 twin: checkpoints the LEO instead of the HW (defective)."""
     return CheckpointLeo()
+
+
+def log_start_durable_at_once() -> LogStartDurableAtOnce:
+    """CHOICE-8 variant: a raised log start checkpointed at once (correct)."""
+    return LogStartDurableAtOnce()
+
+
+def log_start_durable_off_by_one() -> LogStartDurableOffByOne:
+    """CHOICE-8 twin: deletes one record too many at the raise (defective)."""
+    return LogStartDurableOffByOne()

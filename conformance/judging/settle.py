@@ -1,6 +1,6 @@
 """Trace validation for the ``settled`` level (Cirstea, Kuppe, Loillier, Merz, 2024:
 "Validating Traces of Distributed Programs Against TLA+ Specifications"), over the spec's
-choice points (spec/replication.md, "Choice points", CHOICE-1..7).
+choice points (spec/replication.md, "Choice points", CHOICE-1..8).
 
 Kafka leaves some behaviour open: when a parked fetch is answered, which eligible replica is
 elected, how many records an answer or a consumer read carries, when the ISR expiry check and
@@ -20,7 +20,9 @@ followed by up to ``INTERNAL_BOUND`` internal steps (``internal``):
 - CHOICE-5: a consumer read returning fewer records (at least one) than are below the HW;
 - CHOICE-6: the leader's ISR expiry check run now, as well as on its schedule;
 - CHOICE-7: a restarting broker's checkpoint written later than its schedule (any HW it
-  held since the last scheduled write).
+  held since the last scheduled write);
+- CHOICE-8: a restarting broker's raised log start checkpointed before its crash, earlier
+  than its schedule (the restart keeps it).
 
 Every state carries the choices assumed on its way (``Frontier.assumed`` reports those of the
 surviving path that assumes least). A defect cannot hide behind a choice: each resolution is
@@ -45,7 +47,13 @@ from dataclasses import replace
 from typing import Any
 
 from reference_impl import State, Step, StepRejected, apply, observe
-from reference_impl.choices import consume_at_most, cut_fetch_answer, elect_preferring, with_checkpoint
+from reference_impl.choices import (
+    consume_at_most,
+    cut_fetch_answer,
+    elect_preferring,
+    with_checkpoint,
+    with_log_start_checkpoint,
+)
 from reference_impl.state import LEADER
 from reference_impl.steps import (
     LOG_CHANGING_DELIVERIES,
@@ -99,6 +107,7 @@ CHOICES = {
     "CHOICE-5": "a consumer read returning fewer of the records below the HW (at least one)",
     "CHOICE-6": "the ISR expiry check run earlier than its replica.lag.time.max.ms / 2 schedule",
     "CHOICE-7": "the HW checkpoint written later than its scheduled run (before the crash)",
+    "CHOICE-8": "a raised log start checkpointed earlier than its scheduled run (before the crash)",
 }
 """The choice points the frontier resolves (spec/replication.md, "Choice points")."""
 
@@ -242,6 +251,11 @@ def resolutions(state: State, step: Step, every: bool = True) -> list[tuple[Stat
             after = _attempt(lambda s, h: apply(with_checkpoint(s, step.replica, h), step), state, hw)
             if after is not None:
                 why = f"CHOICE-7: {step.replica}'s checkpoint held HW {hw}, written after its last scheduled run"
+                out.append((after, why))
+        if replica.unchecked_below:
+            after = _attempt(lambda s: apply(with_log_start_checkpoint(s, step.replica), step), state)
+            if after is not None:
+                why = f"CHOICE-8: {step.replica}'s log start {replica.log_start} checkpointed before its crash"
                 out.append((after, why))
     return out
 

@@ -281,12 +281,13 @@ def draw_initial(chooser: Chooser, config: Config, one_in: int = INITIAL_ONE_IN)
             # (epoch generations) a record of an epoch the leader never wrote there, which
             # a divergence may cut below that start (LOG-START-2)
             older = [e for e in range(epoch) if e not in epochs[start:] and e not in tails]
-            tail = (
-                [f"x{name}{start}@{pick(chooser, older)}"]
-                if profile.keeps_epoch_cache and older and chooser.integer(0, 1)
-                else []
-            )
-            restarted: dict[str, Any] = {"log_start": start, "log": tail, "hw": start}
+            leftover: list[str] = []
+            if profile.keeps_epoch_cache and older and chooser.integer(0, 1):
+                # each such epoch at most once, as above: two followers with different
+                # records of one epoch at one offset is a state no leader makes (INIT-6)
+                tails.add(chosen := pick(chooser, older))
+                leftover = [f"x{name}{start}@{chosen}"]
+            restarted: dict[str, Any] = {"log_start": start, "log": leftover, "hw": start}
             if profile.asks_epoch_before_fetch:
                 restarted["fetch_state"] = "truncating"
             replicas[name] = restarted

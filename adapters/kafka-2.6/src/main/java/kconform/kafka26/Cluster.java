@@ -624,6 +624,12 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
 
     // ------------------------------------------------------------------ time
 
+    /** LogManager.checkpointLogStartOffsets (the kafka-log-start-offset-checkpoint task). */
+    @Override
+    protected void checkpointLogStart(Broker b) {
+        b.logManager.checkpointLogStartOffsets();
+    }
+
     /** ReplicaManager.checkpointHighWatermarks for this broker's one partition. */
     @Override
     protected void checkpoint(Broker b) {

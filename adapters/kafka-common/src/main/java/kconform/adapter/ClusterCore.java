@@ -228,6 +228,17 @@ public abstract class ClusterCore<B extends BrokerCore<R, A>, R extends Follower
     /** ReplicaManager.checkpointHighWatermarks for this broker's one partition. */
     protected abstract void checkpoint(B b);
 
+    /** LogManager.checkpointLogStartOffsets for this broker (the kafka-log-start-offset-checkpoint
+     * task, CKPT-3): a raised log start survives a crash only once written. No-op where a
+     * follower never raises its log start (before KIP-107). */
+    protected void checkpointLogStart(B b) {
+    }
+
+    /** log.initial.task.delay.ms: when a LogManager first runs its periodic tasks. */
+    static final long LOG_INITIAL_TASK_DELAY_MS = 30_000;
+    /** log.flush.start.offset.checkpoint.interval.ms (default). */
+    static final long LOG_START_CHECKPOINT_INTERVAL_MS = 60_000;
+
     /** The broker's HW differs from its checkpoint file (CKPT-1 with an interval of 0). */
     protected abstract boolean checkpointBehind(B b);
 
@@ -791,7 +802,8 @@ public abstract class ClusterCore<B extends BrokerCore<R, A>, R extends Follower
 
     /** TICK-1: parked-fetch and produce deadlines, then isr-expiration runs (every
      * replica.lag.time.max.ms / 2 from the broker's start, ReplicaManager.startup), then HW
-     * checkpoints (every replica.high.watermark.checkpoint.interval.ms), in time order. */
+     * checkpoints (every replica.high.watermark.checkpoint.interval.ms), then the log-start
+     * checkpoint (LogManager, 30 s after the start, then every 60 s), in time order. */
     public final void tick(long ms) {
         long from = time.milliseconds();
         long to = from + ms;
@@ -823,6 +835,13 @@ public abstract class ClusterCore<B extends BrokerCore<R, A>, R extends Follower
             if (checkpointIntervalMs > 0) {
                 addPeriodic(timers, b.startedMs, checkpointIntervalMs, from, to, 3, () -> checkpoint(b));
             }
+            // First run log.initial.task.delay.ms after the start, then every interval.
+            addPeriodic(timers, b.startedMs + LOG_INITIAL_TASK_DELAY_MS - LOG_START_CHECKPOINT_INTERVAL_MS,
+                LOG_START_CHECKPOINT_INTERVAL_MS, from, to, 4, () -> {
+                    if (b.online) {
+                        checkpointLogStart(b);
+                    }
+                });
         }
         timers.sort(Comparator.comparingLong(Timer::atMs).thenComparingInt(Timer::order));
         for (Timer t : timers) {

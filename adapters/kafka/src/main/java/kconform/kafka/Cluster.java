@@ -481,7 +481,11 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
             // Partition.handleAlterPartitionError keeps the change pending until new metadata
             // arrives. At the same leader epoch that metadata is the ISR-only record the broker
             // already applied: re-apply it. A new leader epoch comes with its own LeaderAndIsr.
-            if (ctrlEpoch == b.leaderEpoch) {
+            // INELIGIBLE_REPLICA is Kafka's own reset to the committed state, with no HW step
+            // (the handler returns false): nothing to re-apply (replay s20-18369: re-applied,
+            // makeLeader's maybeIncrementLeaderHW moved an HW Kafka leaves until the next fetch
+            // or append).
+            if (ctrlEpoch == b.leaderEpoch && error != Errors.INELIGIBLE_REPLICA) {
                 b.partitionEpoch = -1;
                 apply(b, registration(), false);
             }
@@ -807,6 +811,12 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
     }
 
     // ------------------------------------------------------------------ time
+
+    /** LogManager.checkpointLogStartOffsets (the kafka-log-start-offset-checkpoint task). */
+    @Override
+    protected void checkpointLogStart(Broker b) {
+        b.logManager.checkpointLogStartOffsets();
+    }
 
     /** ReplicaManager.checkpointHighWatermarks for this broker's one partition. */
     @Override
