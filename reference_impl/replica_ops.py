@@ -104,7 +104,7 @@ def raise_log_start(d: Draft, replica_id: str, offset: int) -> None:
     replica = d.replicas[d.position[replica_id]]
     if offset <= replica.log_start:
         return
-    hidden = replica.unchecked_below + replica.log.read(replica.log_start, offset)  # LOG-START-5
+    hidden = replica.unchecked_below + replica.log.read(replica.log_start, offset)  # kept on disk
     replica = evolve(
         replica, log=log_starting_at(offset, replica.log.read(offset)), log_start=offset, unchecked_below=hidden
     )

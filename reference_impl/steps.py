@@ -446,6 +446,7 @@ STEP_KINDS: tuple[StepKind, ...] = (
         (
             "RESTART",
             "RESTART-PRE",
+            "LOG-START",
             "CTRL-ELECT",
             "CTRL-FAIL",
             "LAI",

@@ -53,6 +53,7 @@ EXERCISED_BY_UNIT_TESTS = {
     "INIT-3",
     "INIT-4",
     "INIT-5",
+    "INIT-6",
     "LOG-START-1",
     "OBS-ANSWER-1",
 }

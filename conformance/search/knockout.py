@@ -68,7 +68,7 @@ _CHOICE = (
 )
 
 NO_KNOCKOUT: dict[str, str] = {
-    **{f"CHOICE-{n}": _CHOICE for n in range(1, 8)},
+    **{f"CHOICE-{n}": _CHOICE for n in range(1, 9)},
     "LOG-START-1": "a property of the state (no records below log_start) kept by the values (Log, given.py), not "
     "an effect of a step: its consequences are FETCH-LEADER-4, CONSUME-2 and LOG-START-2/3, each knocked out",
     "OBS-ANSWER-1": "the form of the observation (observe.py), not an effect of a step: dropping an answer field is "
@@ -76,7 +76,7 @@ NO_KNOCKOUT: dict[str, str] = {
     **{
         f"INIT-{n}": "a check of a fixture's initial: block (given.py, left out: LEFT_OUT), run when a fixture "
         "loads; tests/test_initial.py pins each message"
-        for n in range(1, 6)
+        for n in range(1, 7)
     },
     "TRUNC-EPOCH-2": "its effect is the value truncation.offset_truncation returns when the follower knows the "
     "answer's epoch (the last statement of a function that must return one): a skip cannot leave a value out "
