@@ -217,7 +217,12 @@ final class Cluster extends ClusterCore<Broker, Cluster.FetchRequestState, Clust
         if (r.leader() != null && r.leader() == b.id) {
             b.partition.makeLeader(CONTROLLER_ID, state, 0);
             dropFetcher(b);
-        } else if (r.leader() != null && !down.contains(r.leader())) {
+        } else if (r.leader() != null) {
+            // makeFollowers tests the leader against the broker's own metadata cache, which the
+            // controller's UpdateMetadata requests keep in the order of this channel: a decision
+            // was sent while its leader was alive, and a death comes after it (not `down`, the
+            // controller's view now: kafka-0.10 candidate 4, a queued LeaderAndIsr applied at an
+            // election that had handled its leader's crash).
             if (b.partition.makeFollower(CONTROLLER_ID, state, 0)) {
                 dropFetcher(b);
                 long hw = b.partition.getOrCreateReplica(b.id).highWatermark().messageOffset();
