@@ -351,8 +351,10 @@ def apply_leader_and_isr(d: Draft, message: LeaderAndIsr) -> None:
         # produces fail the same way (PRODUCE-6).
         abort_parked_fetches(d, replica.id, error="NOT_LEADER_OR_FOLLOWER")
         fail_pending_produces(d, replica.id, "NOT_LEADER_OR_FOLLOWER", "PRODUCE-6")
-    elif replica.role is LEADER:
-        # Re-elected at a new epoch: parked fetches carry the old epoch (FENCED).
+    elif replica.role is LEADER and d.profile.fences_request_epochs:
+        # Re-elected at a new epoch: parked fetches carry the old epoch (FENCED, KIP-320's
+        # DelayedFetch case E). HT fetches carry no epoch: they stay parked (0.10.2
+        # DelayedFetch.tryComplete has cases A-D only).
         abort_parked_fetches(d, replica.id, error="FENCED_LEADER_EPOCH")
     if d.alter_partitions or d.fenced_proposals:
         drop_proposals(d, replica.id)

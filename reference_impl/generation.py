@@ -47,10 +47,12 @@ class Profile:
     fences_request_epochs: bool
     """FETCH-LEADER-1: KIP-320 current-epoch fencing before the leadership check."""
     hw_counts_caught_up: bool
-    """HW-LEADER-2: followers caught up within the lag count toward the HW, not only the ISR."""
+    """HW-LEADER-2: followers caught up within the lag count toward the HW, not only the ISR
+    (KAFKA-4485, 0.10.2.0: so every generation; off only in the zoo's knockout)."""
     caught_up_from_previous_fetch: bool
-    """ISR-CAUGHT-UP-2 (else -1): a fetch reaching the LEO the leader had at the previous
-    fetch makes the follower caught up as of that fetch."""
+    """ISR-CAUGHT-UP-2: a fetch reaching the LEO the leader had at the previous fetch makes
+    the follower caught up as of that fetch (KAFKA-4485, 0.10.2.0: so every generation; off
+    only in the zoo's knockout, which leaves ISR-CAUGHT-UP-1 alone, the 0.10.1 rule)."""
     reelection_forgets_out_of_sync_fetch: bool
     """LAI-2: a re-elected leader takes the previous fetch of a follower outside the ISR as
     never made (3.3+ ``Replica.resetReplicaState``); else as made at its LEO now (2.x
@@ -100,8 +102,8 @@ PROFILES: dict[Generation, Profile] = {
         asks_epoch_before_fetch=False,
         fetch_carries_last_epoch=False,
         fences_request_epochs=False,
-        hw_counts_caught_up=False,
-        caught_up_from_previous_fetch=False,
+        hw_counts_caught_up=True,
+        caught_up_from_previous_fetch=True,
         reelection_forgets_out_of_sync_fetch=False,
         shrink_spares_follower_at_leo=False,
         isr_join_needs_epoch_start=False,

@@ -36,23 +36,21 @@ def _update_follower_progress(d: Draft, leader: Replica, follower_id: str, fetch
     old = leader.follower(follower_id)
     caught_up = old.last_caught_up_ms
     rule = ""
-    if d.profile.caught_up_from_previous_fetch:
-        # 2.x Replica.updateFetchState: caught up to the LEO now, or to the LEO the
-        # leader had at the previous fetch (then as of that fetch's time).
-        if fetch_offset >= leader.leo:
-            caught_up = now if caught_up is None else max(caught_up, now)
-            rule = "ISR-CAUGHT-UP-2"
-        elif (
-            old.last_fetch_leader_leo is not None
-            and old.last_fetch_ms is not None
-            and fetch_offset >= old.last_fetch_leader_leo
-        ):
-            caught_up = old.last_fetch_ms if caught_up is None else max(caught_up, old.last_fetch_ms)
-            rule = "ISR-CAUGHT-UP-2"
-    elif fetch_offset >= leader.leo:
-        # 0.10 Replica.updateLogReadResult: caught up only when it read to the log end.
-        caught_up = now
+    if fetch_offset >= leader.leo:
+        # ISR-CAUGHT-UP-1: caught up to the LEO now (0.10.2 Replica.updateLogReadResult,
+        # 2.x updateFetchState, 3.3+ updateFetchStateOrThrow).
+        caught_up = now if caught_up is None else max(caught_up, now)
         rule = "ISR-CAUGHT-UP-1"
+    elif (
+        d.profile.caught_up_from_previous_fetch
+        and old.last_fetch_leader_leo is not None
+        and old.last_fetch_ms is not None
+        and fetch_offset >= old.last_fetch_leader_leo
+    ):
+        # ISR-CAUGHT-UP-2 (KAFKA-4485, 0.10.2.0): caught up to the LEO the leader had at
+        # the previous fetch, so as of that fetch's time.
+        caught_up = old.last_fetch_ms if caught_up is None else max(caught_up, old.last_fetch_ms)
+        rule = "ISR-CAUGHT-UP-2"
     new = FollowerProgress(
         replica=follower_id,
         remote_leo=fetch_offset,

@@ -292,3 +292,33 @@ def test_every_runnable_bundled_fixture_passes_on_kafka_010_or_is_classified(bui
         "kafka-18991-stale-epoch-answer-dropped/hw-truncation",
     }
     assert kconform.status_counts(document)["PASS"] >= 25
+
+
+FIXED_ON_010 = (
+    "isr-caught-up-as-of-previous-fetch",  # witnesses 3, 6: ISR-CAUGHT-UP-2 (KAFKA-4485)
+    "hw-caught-up-follower-hw-truncation",  # witness 8: HW-LEADER-2 (KAFKA-4485)
+    "ht-reelected-leader-keeps-parked-fetch",  # witnesses 1, 2: FETCH-PARK-4
+)
+"""The bundled witnesses of the reference errors Kafka 0.10.2.2's settled fuzz showed (docs/kafka.md,
+"Kafka 0.10")."""
+
+
+def test_kafka_010_and_the_reference_agree_on_every_fixed_witness(built_010: Path) -> None:
+    """Every reference error the 0.10 settled fuzz showed is fixed and its witness bundled: no
+    candidate folder is left, and Kafka 0.10 and the reference pass each witness's
+    hw-truncation case at level exact. If Kafka stops passing one, the classification is stale."""
+    assert not (built_010 / "candidates").exists() or not list((built_010 / "candidates").glob("*.yaml"))
+    files = [kconform.BUNDLED_FIXTURES / "kafka" / f"{name}.yaml" for name in FIXED_ON_010]
+    fixtures, problems = kconform.load_fixtures(files)
+    assert not problems
+    fixtures = [f for f in fixtures if f.config.generation.value == "hw-truncation"]
+    assert len(fixtures) == len(FIXED_ON_010)
+    document = kconform.run_suite(
+        [
+            kconform.Implementation("kafka-0.10", kconform.resolve("kafka-0.10")),
+            kconform.Implementation("reference", kconform.resolve("reference")),
+        ],
+        fixtures,
+    )
+    statuses = {(r["implementation"], r["fixture"]): r["status"] for r in document["results"]}
+    assert set(statuses.values()) == {"PASS"}, statuses
