@@ -237,6 +237,9 @@ class Log(Sequence[Record]):
             return _view(buf, n + k)
         if at >= 0 and len(buf) >= at + k and all(buf[at + i] is record for i, record in enumerate(records)):
             return _view(buf, n + k)
+        shared = _read_from(buf, n, records)
+        if shared is not None:
+            return _view(shared, n + k)
         fresh = _fork(buf, n)
         fresh.extend(records)
         return _view(fresh, n + k)
@@ -247,15 +250,22 @@ class Log(Sequence[Record]):
         return self if offset >= self.end else _view(self._buf, offset)
 
     def read(self, start: int, end: int | None = None) -> tuple[Record, ...]:
-        """Records in ``[start, end)`` (``end`` defaults to, and is capped at, the LEO)."""
+        """Records in ``[start, end)`` (``end`` defaults to, and is capped at, the LEO).
+        The answer is remembered for a while with where it was read (``_READS``): a
+        follower that appends it (a fetch) can then share this log's buffer."""
         stop = self.end if end is None or end > self.end else end
         if start >= stop:
             return ()
         buf = self._buf
         base = buf.base
         if start >= base:
-            return tuple(buf[start - base : stop - base])
-        return tuple(chain.from_iterable(_records(source, a, b) for source, a, b in buf.pieces(start, stop)))
+            out = tuple(buf[start - base : stop - base])
+        else:
+            out = tuple(chain.from_iterable(_records(source, a, b) for source, a, b in buf.pieces(start, stop)))
+        if len(_READS) >= READS:
+            _READS.clear()
+        _READS[id(out)] = (out, buf, start)
+        return out
 
     def read_entries(self, start: int, end: int | None = None) -> tuple[tuple[int, str, int], ...]:
         """``(offset, value, epoch)`` of the records in ``[start, end)`` (as ``read``):
@@ -277,6 +287,28 @@ class Log(Sequence[Record]):
         invariant asks at every step; followers whose logs were forked after a divergence
         no longer share a buffer with the leader)."""
         return _first_difference(self._buf, other._buf, start, n)
+
+
+READS = 32
+"""How many recent ``Log.read`` answers are remembered with their buffer (``_READS``)."""
+
+_READS: dict[int, tuple[tuple[Record, ...], _Buffer, int]] = {}
+"""id of a ``read`` answer -> (the answer, the buffer it was read from, its first offset).
+The answer is held, so its id names it while it is here; emptied when full."""
+
+
+def _read_from(buf: _Buffer, n: int, records: Sequence[Record]) -> _Buffer | None:
+    """The buffer ``records`` were read from at offset ``n``, if it reads as ``buf`` below
+    ``n``: then a view of it ending after them is this log with them appended, and the
+    appending log shares its buffer instead of forking its own. That is a follower
+    appending what its leader's log returned after a divergence: without it every
+    replica would go on in a buffer of its own, and every comparison of two replicas'
+    logs (StrongIsr, at every step) would read them whole once per new pair of buffers."""
+    seen = _READS.get(id(records))
+    if seen is None or seen[0] is not records or seen[2] != n:
+        return None
+    source = seen[1]
+    return source if _first_difference(buf, source, 0, n) == n else None
 
 
 def _records(source: _Buffer | None, a: int, b: int) -> Sequence[Record]:
