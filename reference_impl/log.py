@@ -213,16 +213,27 @@ class Log(Sequence[Record]):
 
     def rendered(self, start: int = 0) -> list[str]:
         """``value@epoch`` of every record from offset ``start`` on, each rendered once per
-        buffer (observations ask for the whole log at every step)."""
+        buffer (observations ask for the whole log at every step it changed); below a
+        forked buffer's base, from its pieces' renderings joined once (``_below_rendered``)."""
         buf, stop = self._buf, self.end
-        if start >= buf.base:
-            return _rendered(buf, stop)[start - buf.base : max(0, stop - buf.base)]
-        out: list[str] = []
-        for source, a, b in buf.pieces(max(0, start), stop):
-            if source is None:
-                out += [GAP.render()] * (b - a)
-            else:
-                out += _rendered(source, b)[a - source.base : b - source.base]
+        base = buf.base
+        if start >= base:
+            return _rendered(buf, stop)[start - base : max(0, stop - base)]
+        if stop <= base:  # a view cut below the buffer's own records: read piece by piece
+            out: list[str] = []
+            for source, a, b in buf.pieces(max(0, start), stop):
+                if source is None:
+                    out += [GAP.render()] * (b - a)
+                else:
+                    out += _rendered(source, b)[a - source.base : b - source.base]
+            return out
+        low = buf.starts[0] if buf.starts else base
+        if start >= low:
+            out = _below_rendered(buf)[start - low :]
+        else:
+            out = [GAP.render()] * (low - start)
+            out += _below_rendered(buf)
+        out += _rendered(buf, stop)[: stop - base]
         return out
 
     def extend(self, records: Sequence[Record]) -> Log:
@@ -324,6 +335,32 @@ def _rendered(buf: _Buffer, stop: int) -> list[str]:
     if len(done) < upto:
         done.extend(record.render() for record in buf[len(done) : upto])
     return done
+
+
+BELOW_RENDERED = 8
+"""How many forked buffers keep the rendering of their pieces joined (``_BELOW``)."""
+
+_BELOW: dict[int, tuple[_Buffer, list[str]]] = {}
+"""id of a buffer -> (the buffer, the rendering of its offsets from its first piece up to
+its base): fixed once the buffer is made. Kept for a few buffers only, not on each: a
+buffer that became one of a later fork's pieces would otherwise keep a whole log's
+rendering alive."""
+
+
+def _below_rendered(buf: _Buffer) -> list[str]:
+    """The rendering of ``buf``'s offsets from its first piece's start up to its base
+    (``_BELOW``): a forked log observed at every step joins its pieces once, not per step."""
+    known = _BELOW.get(id(buf))
+    if known is not None and known[0] is buf:
+        return known[1]
+    out: list[str] = []
+    for source, a, b in buf.pieces(buf.starts[0] if buf.starts else buf.base, buf.base):
+        if source is not None:  # pieces cover from the first start on: no GAP here
+            out += _rendered(source, b)[a - source.base : b - source.base]
+    if len(_BELOW) >= BELOW_RENDERED:
+        _BELOW.clear()
+    _BELOW[id(buf)] = (buf, out)
+    return out
 
 
 def _fork(buf: _Buffer, n: int) -> _Buffer:
