@@ -63,9 +63,11 @@ AGREEMENTS = 16
 """How many other buffers one buffer remembers its agreement with (``_Buffer.agree``)."""
 
 SEGMENTS = 24
-"""At most this many buffers below a buffer's own records (``_Buffer.sources``): past it,
-a fork merges the two smallest neighbouring pieces into one fresh buffer, so a read below
-a buffer's base bisects a short tuple whatever the history."""
+"""At most this many pieces below a buffer's own records (``_Buffer.sources``): past it,
+a fork merges the two neighbouring pieces that hold the fewest records together into one
+fresh buffer, so a read below a buffer's base bisects a short tuple whatever the history,
+and a merge copies little (the pieces of a long run grow towards its start: the small
+ones are the recent ones)."""
 
 _NO_END = (1 << 63) - 1
 """An offset above every real one: a buffer's own records go on to its end."""
@@ -295,8 +297,8 @@ class Log(Sequence[Record]):
         ``n`` (``n`` at most both LEOs). Where two buffers differ never changes once both
         hold the offset, so it is remembered per pair of buffers and start: along a run
         each offset of two logs is compared once, not at every step (the StrongIsr
-        invariant asks at every step; followers whose logs were forked after a divergence
-        no longer share a buffer with the leader)."""
+        invariant asks at every step; a log forked after a divergence shares only its
+        pieces with the others until they append what it returned, ``_read_from``)."""
         return _first_difference(self._buf, other._buf, start, n)
 
 
