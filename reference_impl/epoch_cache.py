@@ -34,11 +34,23 @@ def assign(cache: EpochCache, epoch: int, start_offset: int) -> EpochCache:
         last_epoch, last_start = cache[-1]
         if last_epoch == epoch and start_offset >= last_start:
             return cache
-    kept = list(cache)
-    while kept and (kept[-1][0] >= epoch or kept[-1][1] >= start_offset):
-        kept.pop()
-    kept.append((epoch, start_offset))
-    return tuple(kept)
+        if last_epoch < epoch and last_start < start_offset:
+            return (*cache, (epoch, start_offset))  # the common case: a new epoch after the others
+    # The entries removed are at the end: counted from there, then one copy of the rest (a
+    # cache grows by one entry per election; copying it into a list to pop from cost more).
+    kept = len(cache)
+    while kept and (cache[kept - 1][0] >= epoch or cache[kept - 1][1] >= start_offset):
+        kept -= 1
+    return (*cache[:kept], (epoch, start_offset))
+
+
+def start_of(cache: EpochCache, epoch: int) -> int | None:
+    """The start offset ``cache`` records for ``epoch``, or None: a binary search, not a
+    walk of a cache that grows by one entry per election (epochs strictly increase along
+    every cache ``assign`` makes, the mutants' included: each removes the entries whose
+    epoch is at or above the one it adds)."""
+    i = bisect_left(cache, epoch, key=_epoch)
+    return cache[i][1] if i < len(cache) and cache[i][0] == epoch else None
 
 
 def truncate_from_end(cache: EpochCache, end_offset: int) -> EpochCache:

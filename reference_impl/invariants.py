@@ -312,13 +312,17 @@ TRANSITION_INVARIANTS: dict[str, Callable[[State, State], list[Violation]]] = {
 
 def _still_increasing(cache: EpochCache, old: EpochCache) -> bool:
     """EpochCacheMonotonic for ``cache`` given that ``old`` held it: a cache grows by one
-    entry per election, so only what differs from ``old`` is walked (a prefix of ``old``,
-    or ``old`` with entries appended, is checked from the last shared entry on; the prefix
+    entry per election, so only what differs from ``old`` is walked: from the last entry
+    of a prefix the two share (found from their ends, where a cache changes: entries
+    appended, dropped, or dropped and replaced by a truncation and a new epoch; the prefix
     comparison is one C-level tuple comparison)."""
     k = len(old)
     if len(cache) <= k and cache == old[: len(cache)]:
         return True  # a prefix of an increasing cache (entries dropped from the end)
-    start = k - 1 if k and cache[:k] == old else 0
+    shared = min(k, len(cache))
+    while shared and cache[shared - 1] != old[shared - 1]:
+        shared -= 1
+    start = shared - 1 if shared and cache[:shared] == old[:shared] else 0
     return all(e1 < e2 and o1 < o2 for (e1, o1), (e2, o2) in itertools.pairwise(cache[start:]))
 
 

@@ -4,6 +4,7 @@ ones (ISR-SHRINK-*)."""
 
 from __future__ import annotations
 
+from . import epoch_cache
 from .alter_partition import change_isr, changes_isr, leader_isr, pending
 from .draft import Draft, Readable
 from .errors import StepRejected
@@ -26,10 +27,7 @@ def maybe_expand_isr(d: Draft, leader_id: str, follower_id: str) -> None:
     rules = ["ISR-EXPAND-1"]
     # ISR-EXPAND-2: and the start offset of the leader's current epoch (KAFKA-7128).
     if d.profile.isr_join_needs_epoch_start:
-        epoch_start = next(
-            (start for epoch, start in leader.epoch_cache if epoch == leader.leader_epoch),
-            None,
-        )
+        epoch_start = epoch_cache.start_of(leader.epoch_cache, leader.leader_epoch)
         if epoch_start is None or follower_leo < epoch_start:
             return
         rules.append("ISR-EXPAND-2")

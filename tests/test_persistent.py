@@ -9,11 +9,14 @@ never show one value's changes to another.
 from __future__ import annotations
 
 import itertools
+import random
 from operator import itemgetter
+from unittest.mock import patch
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reference_impl import log as logmod
 from reference_impl.history import CHUNK, History
 from reference_impl.log import GAP, Log, Record
 
@@ -42,6 +45,12 @@ def test_log_reads_as_the_list_it_was_made_from(program: list[tuple[str, int, in
         else:
             log, model = kept[a % len(kept)]
         kept.append((log, model))
+    _reads_as_models(kept, base)
+
+
+def _reads_as_models(kept: list[tuple[Log, list[Record]]], base: int, pairs: int = 0) -> None:
+    """Every kept log reads as its model list, and every neighbouring pair (and ``pairs``
+    more pairs, spread over the kept ones) compares as the lists do."""
     for value, expected in kept:
         assert list(value) == expected and len(value) == len(expected)
         assert value.rendered() == [r.render() for r in expected]
@@ -53,7 +62,12 @@ def test_log_reads_as_the_list_it_was_made_from(program: list[tuple[str, int, in
         assert value.read_entries(start, start + 2) == tuple(
             (o, r.value, r.epoch) for o, r in enumerate(expected) if start <= o < start + 2
         )
-    for (one, one_list), (other, other_list) in [*itertools.pairwise(kept), *itertools.pairwise(reversed(kept))]:
+    spread = [(kept[i % len(kept)], kept[(i * 7 + 3) % len(kept)]) for i in range(pairs)]
+    for (one, one_list), (other, other_list) in [
+        *itertools.pairwise(kept),
+        *itertools.pairwise(reversed(kept)),
+        *spread,
+    ]:
         n = min(len(one_list), len(other_list))
         assert one.same_prefix(other, n) == (one_list[:n] == other_list[:n])
         assert (one == other) == (one_list == other_list)
@@ -62,6 +76,39 @@ def test_log_reads_as_the_list_it_was_made_from(program: list[tuple[str, int, in
             first = next((o for o in differs if o >= start), n)
             assert one.first_difference(other, start, n) == first  # asked twice: the second from memory
             assert one.first_difference(other, start, n) == first
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    seed=st.integers(0, 2**32),
+    length=st.integers(1, 150),
+    base=st.sampled_from([0, 5]),
+    segments=st.sampled_from([1, 2, 3, 24]),
+)
+def test_forked_logs_read_as_their_lists(seed: int, length: int, base: int, segments: int) -> None:
+    """A run of divergences (drawn from ``seed``, long enough to build deep histories):
+    each step takes a kept log, cuts a few records off and appends others, so the view
+    forks a buffer that reads below it from the buffers it came from (merging pieces past
+    ``SEGMENTS``), or appends the very records another kept log holds there (a follower
+    catching up with its leader). Every kept log must still read as its list, any two
+    must compare as their lists do, and no buffer reads from more than ``SEGMENTS`` pieces."""
+    rng = random.Random(seed)
+    first = [Record("s", 0)] * 3
+    kept: list[tuple[Log, list[Record]]] = [(Log.starting_at(base, first), [GAP] * base + first)]
+    with patch.object(logmod, "SEGMENTS", segments):
+        for n in range(length):
+            log, model = kept[-1] if rng.random() < 0.5 else rng.choice(kept)
+            cut = max(0, len(model) - rng.choice((0, 0, 1, 2, 5, 20)))
+            log, model = log.truncate(cut), model[:cut]
+            leader, leader_list = rng.choice(kept)
+            if rng.random() < 0.3 and leader_list[:cut] == model and len(leader_list) > cut:
+                records = leader.read(cut, cut + rng.randint(1, 6))  # the leader's very record objects
+            else:
+                records = tuple(Record(f"v{n}-{i}", n % 4) for i in range(rng.randint(1, 6)))
+            log, model = log.extend(records), model + list(records)
+            assert len(log._buf.starts) <= segments
+            kept.append((log, model))
+    _reads_as_models(kept, base, pairs=40)
 
 
 history_ops = st.lists(

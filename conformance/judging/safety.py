@@ -886,6 +886,15 @@ def _replica_findings(
     known = caches.get(name) if caches is not None else None
     if known is not None and known[0] is cache:
         well_formed, increasing = True, known[1]
+    elif known is not None and known[1] and isinstance(cache, list) and cache:
+        # A cache that changed at its end (an election's entry, a truncation): only the
+        # entries from the last one it shares with the increasing list checked before are
+        # walked, not every election's.
+        shared = _shared_prefix(cache, known[0])
+        well_formed = _pairs(cache[shared:])
+        increasing = well_formed and _strictly_increasing(cache[max(0, shared - 1) :])
+        if well_formed and caches is not None:
+            caches[name] = (cache, increasing)
     else:
         well_formed = isinstance(cache, list) and bool(cache) and _pairs(cache)
         increasing = well_formed and _strictly_increasing(cache)
@@ -994,6 +1003,18 @@ def _current_leader(obs: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None
     if "leader_epoch" in rep and "leader_epoch" in obs and rep["leader_epoch"] != obs["leader_epoch"]:
         return None
     return str(name), rep
+
+
+def _shared_prefix(cache: list[Any], old: list[Any]) -> int:
+    """How many leading entries ``cache`` is known to share with ``old``: found from the
+    end (an observer that shares observations keeps the entries it did not change, the
+    same objects), then confirmed by one C-level comparison; 0 when not found nearby."""
+    shared = min(len(cache), len(old))
+    for _ in range(8):
+        if not shared or cache[shared - 1] is old[shared - 1]:
+            break
+        shared -= 1
+    return shared if shared and cache[:shared] == old[:shared] else 0
 
 
 def _pairs(cache: list[Any]) -> bool:
