@@ -236,6 +236,10 @@ class Observer:
         self._produces: tuple[History[ProduceOutcome], dict[str, str]] | None = None
         self._isr: tuple[object, list[str]] | None = None
         self._mapping: tuple[tuple[Replica, ...], dict[str, dict[str, Any]]] | None = None
+        self._flight: tuple[tuple[object, ...], dict[str, Any]] | None = None
+        self._answers: tuple[tuple[object, ...], dict[str, Any]] | None = None
+        self._consumer: tuple[object, dict[str, Any] | None] | None = None
+        self._epoch_query: tuple[object, dict[str, Any] | None] | None = None
 
     def replica(self, replica: Replica) -> dict[str, Any]:
         seen = self._replicas.get(replica.id)
@@ -278,6 +282,63 @@ class Observer:
         self._produces = (produces, out)
         return out
 
+    def in_flight(self, state: State) -> dict[str, Any]:
+        """The messages in flight: the mapping made before while no message queue changed
+        (the queues are immutable tuples, kept as the same objects by a step that does not
+        touch them)."""
+        key = (
+            state.parked_fetches,
+            state.fetch_responses,
+            state.epoch_responses,
+            state.leader_and_isr,
+            state.pending_produces,
+            state.alter_partitions,
+        )
+        seen = self._flight
+        if seen is not None and all(a is b for a, b in zip(seen[0], key, strict=True)):
+            return seen[1]
+        out = observe_in_flight(state)
+        self._flight = (key, out)
+        return out
+
+    def answers(self, state: State) -> dict[str, Any]:
+        """The answers: the mapping made before while none of what they are read from
+        changed (the queues, the deliveries of the last step, the replica names, and, when a
+        fetch is parked, the replicas, whose incarnations decide whether it is stale)."""
+        parked = state.parked_fetches
+        key = (
+            parked,
+            state.fetch_responses,
+            state.epoch_responses,
+            state.delivered,
+            state.config.replicas,
+            state.replicas if parked else None,
+        )
+        seen = self._answers
+        if seen is not None and all(a is b for a, b in zip(seen[0], key, strict=True)):
+            return seen[1]
+        out = observe_answers(state)
+        self._answers = (key, out)
+        return out
+
+    def consumer(self, state: State) -> dict[str, Any] | None:
+        """The last consume's result: the mapping made before while it is the same object."""
+        seen = self._consumer
+        if seen is not None and seen[0] is state.consumed:
+            return seen[1]
+        out = observe_consumer(state)
+        self._consumer = (state.consumed, out)
+        return out
+
+    def epoch_query(self, state: State) -> dict[str, Any] | None:
+        """The last epoch query's answer: the mapping made before while it is the same object."""
+        seen = self._epoch_query
+        if seen is not None and seen[0] is state.epoch_query:
+            return seen[1]
+        out = observe_epoch_query(state)
+        self._epoch_query = (state.epoch_query, out)
+        return out
+
     def __call__(self, state: State) -> dict[str, Any]:
         out = observe(state, self)
         isr = state.controller.isr
@@ -288,26 +349,34 @@ class Observer:
         return out
 
 
+def observe_consumer(state: State) -> dict[str, Any] | None:
+    """What the last consume got, or None before any."""
+    c = state.consumed
+    if c is None:
+        return None
+    return {"offset": c.offset, "records": [f"{value}@{epoch}" for _, value, epoch in c.records], "error": c.error}
+
+
+def observe_epoch_query(state: State) -> dict[str, Any] | None:
+    """The last OffsetsForLeaderEpoch query's answer, or None before any."""
+    q = state.epoch_query
+    if q is None:
+        return None
+    return {
+        "replica": q.replica,
+        "requested_epoch": q.requested_epoch,
+        "error": q.error,
+        "leader_epoch": q.epoch,
+        "end_offset": q.end_offset,
+    }
+
+
 def observe(state: State, observer: Observer | None = None) -> dict[str, Any]:
     """The whole observable state (``observer``: its shared parts, ``Observer``)."""
-    consumer: dict[str, Any] | None = None
-    if state.consumed is not None:
-        c = state.consumed
-        consumer = {
-            "offset": c.offset,
-            "records": [f"{value}@{epoch}" for _, value, epoch in c.records],
-            "error": c.error,
-        }
-    epoch_query: dict[str, Any] | None = None
-    if state.epoch_query is not None:
-        q = state.epoch_query
-        epoch_query = {
-            "replica": q.replica,
-            "requested_epoch": q.requested_epoch,
-            "error": q.error,
-            "leader_epoch": q.epoch,
-            "end_offset": q.end_offset,
-        }
+    if observer is None:
+        consumer, epoch_query = observe_consumer(state), observe_epoch_query(state)
+    else:
+        consumer, epoch_query = observer.consumer(state), observer.epoch_query(state)
     ctrl = state.controller
     return {
         "clock_ms": state.clock_ms,
@@ -321,6 +390,6 @@ def observe(state: State, observer: Observer | None = None) -> dict[str, Any]:
         "producer": {o.id: o.status for o in state.produces} if observer is None else observer.producer(state),
         "consumer": consumer,
         "epoch_query": epoch_query,
-        "in_flight": observe_in_flight(state),
-        "answers": observe_answers(state),
+        "in_flight": observe_in_flight(state) if observer is None else observer.in_flight(state),
+        "answers": observe_answers(state) if observer is None else observer.answers(state),
     }

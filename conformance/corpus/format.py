@@ -40,6 +40,7 @@ from reference_impl import ConfigError, InitialStateError, StepFormatError, conf
 from reference_impl.given import normalise
 
 from ..fixtures.loading import Fixture, FixtureStep
+from ..judging.coarsen import remember_start
 from ..judging.runner import RuleTrace
 
 FORMAT = 1
@@ -185,7 +186,7 @@ def record_to_trace(record: Any, file: str, line: int) -> Trace:
     if record.get("initial") is not None:
         try:
             initial = normalise(config, record["initial"])
-            reference_impl.initial_state(config, initial)
+            remember_start(config, initial, reference_impl.initial_state(config, initial))
         except InitialStateError as exc:
             raise bad(f"initial.{exc.field}", exc.message) from None
     raw_steps = record.get("steps")

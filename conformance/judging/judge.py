@@ -30,8 +30,8 @@ from ..adapters.base import Adapter, Description
 from ..adapters.wire import wire_step
 from ..fixtures.loading import Fixture, FixtureStep
 from .coarsen import Plan, PlanStep
-from .compare import MISSING, all_divergences, logs_mismatch
-from .conventions import adjust_expected, normalise
+from .compare import MISSING, all_divergences, logs_mismatch, matches_since
+from .conventions import Conventions, adjust_expected, normalise
 from .faults import fault
 from .levels import settled_part
 from .observation_check import check_observation
@@ -100,6 +100,9 @@ class Watch:
             config, description.field_set, description.replica_field_set, frozenset(description.steps), shared
         )
         self.check_shape = check_shape
+        self.plain = Conventions.of(description) == Conventions()
+        """The implementation keeps the reference's conventions (``conventions.normalise``
+        would return each observation as it is)."""
 
     def shape(self, raw: dict[str, Any]) -> str | None:
         """The first way ``raw`` does not fit the protocol's observation schema, or None:
@@ -110,6 +113,8 @@ class Watch:
         return check_observation(raw)
 
     def normalise(self, raw: dict[str, Any]) -> dict[str, Any]:
+        if self.plain:
+            return raw  # the reference's conventions: nothing to undo (decided once, not per step)
         return normalise(raw, self.description, self.replicas)
 
     def accept(self, raw: dict[str, Any] | None, where: str, index: int) -> dict[str, Any]:
@@ -168,6 +173,9 @@ def judge(
     last_check = max((n for n, ps in enumerate(lowered.steps) if ps.checks), default=-1)
     raw: dict[str, Any] | None = None
     noted = 0
+    matched: tuple[dict[str, Any], dict[str, Any]] | None = None
+    """The last expectation and observation found equal (shared observations only): the
+    next comparison walks only what changed since on either side (``matches_since``)."""
 
     def note_observed() -> None:
         nonlocal noted
@@ -257,9 +265,17 @@ def judge(
                     result.failures.append({**failure, "actual": _show(found.actual)})
             if not check.expect:
                 continue
-            roles = _roles(ps.observation) if description.role_fields else {}
-            expected = comparable(adjust_expected(check.expect, description, observation, roles))
-            exact = all_divergences(expected, observation)
+            if watch.plain and not description.role_fields:
+                expected = comparable(check.expect)  # ``adjust_expected`` would return it as written
+            else:
+                roles = _roles(ps.observation) if description.role_fields else {}
+                expected = comparable(adjust_expected(check.expect, description, observation, roles))
+            if matched is not None and matches_since(expected, observation, matched[0], matched[1]):
+                exact = []
+            else:
+                exact = all_divergences(expected, observation)
+            if shared and not exact:
+                matched = (expected, observation)
             for d in exact:
                 result.failures.append(
                     {**cwhere, "level": "exact", "field": d.path, "expected": d.expected, "actual": _show(d.actual)}
