@@ -286,39 +286,42 @@ class Observer:
         """The messages in flight: the mapping made before while no message queue changed
         (the queues are immutable tuples, kept as the same objects by a step that does not
         touch them)."""
-        key = (
-            state.parked_fetches,
-            state.fetch_responses,
-            state.epoch_responses,
-            state.leader_and_isr,
-            state.pending_produces,
-            state.alter_partitions,
-        )
+        parked, fetch, epoch = state.parked_fetches, state.fetch_responses, state.epoch_responses
+        lai, pending, alter = state.leader_and_isr, state.pending_produces, state.alter_partitions
         seen = self._flight
-        if seen is not None and all(a is b for a, b in zip(seen[0], key, strict=True)):
-            return seen[1]
+        if seen is not None:
+            k = seen[0]
+            if k[0] is parked and k[1] is fetch and k[2] is epoch and k[3] is lai and k[4] is pending and k[5] is alter:
+                return seen[1]
         out = observe_in_flight(state)
-        self._flight = (key, out)
+        self._flight = ((parked, fetch, epoch, lai, pending, alter), out)
         return out
 
     def answers(self, state: State) -> dict[str, Any]:
         """The answers: the mapping made before while none of what they are read from
         changed (the queues, the deliveries of the last step, the replica names, and, when a
         fetch is parked, the replicas, whose incarnations decide whether it is stale)."""
-        parked = state.parked_fetches
-        key = (
-            parked,
+        parked, fetch, epoch, delivered = (
+            state.parked_fetches,
             state.fetch_responses,
             state.epoch_responses,
             state.delivered,
-            state.config.replicas,
-            state.replicas if parked else None,
         )
+        names, replicas = state.config.replicas, state.replicas if parked else None
         seen = self._answers
-        if seen is not None and all(a is b for a, b in zip(seen[0], key, strict=True)):
-            return seen[1]
+        if seen is not None:
+            k = seen[0]
+            if (
+                k[0] is parked
+                and k[1] is fetch
+                and k[2] is epoch
+                and k[3] is delivered
+                and k[4] is names
+                and k[5] is replicas
+            ):
+                return seen[1]
         out = observe_answers(state)
-        self._answers = (key, out)
+        self._answers = ((parked, fetch, epoch, delivered, names, replicas), out)
         return out
 
     def consumer(self, state: State) -> dict[str, Any] | None:
@@ -339,14 +342,18 @@ class Observer:
         self._epoch_query = (state.epoch_query, out)
         return out
 
-    def __call__(self, state: State) -> dict[str, Any]:
-        out = observe(state, self)
+    def isr(self, state: State) -> list[str]:
+        """The ISR: the list made before while it is the same (immutable) tuple."""
         isr = state.controller.isr
-        if self._isr is not None and self._isr[0] is isr:
-            out["isr"] = self._isr[1]
-        else:
-            self._isr = (isr, out["isr"])
+        seen = self._isr
+        if seen is not None and seen[0] is isr:
+            return seen[1]
+        out = list(isr)
+        self._isr = (isr, out)
         return out
+
+    def __call__(self, state: State) -> dict[str, Any]:
+        return observe(state, self)
 
 
 def observe_consumer(state: State) -> dict[str, Any] | None:
@@ -382,7 +389,7 @@ def observe(state: State, observer: Observer | None = None) -> dict[str, Any]:
         "clock_ms": state.clock_ms,
         "leader": ctrl.leader,
         "leader_epoch": ctrl.epoch,
-        "isr": list(ctrl.isr),
+        "isr": list(ctrl.isr) if observer is None else observer.isr(state),
         "partition_epoch": ctrl.partition_epoch,
         "replicas": {r.id: observe_replica(r) for r in state.replicas}
         if observer is None
