@@ -219,6 +219,17 @@ def observe_answers(state: State) -> dict[str, Any]:
     return {"fetch": fetch, "epoch": epoch}
 
 
+_QUEUES = (
+    "parked_fetches",
+    "fetch_responses",
+    "epoch_responses",
+    "leader_and_isr",
+    "pending_produces",
+    "alter_partitions",
+)
+"""The ``in_flight`` fields, in the order ``observe_in_flight`` gives them."""
+
+
 class Observer:
     """``observe``, sharing with the observations it made before the parts that did not
     change: a replica that is the same (immutable) object as before is the same dict, a
@@ -237,6 +248,9 @@ class Observer:
         self._isr: tuple[object, list[str]] | None = None
         self._mapping: tuple[tuple[Replica, ...], dict[str, dict[str, Any]]] | None = None
         self._flight: tuple[tuple[object, ...], dict[str, Any]] | None = None
+        self._queues: dict[str, tuple[tuple[Any, ...], list[str]]] = {}
+        """Per message queue: the tuple last rendered and its lines (a queue that did not
+        change keeps its list when another one changed)."""
         self._answers: tuple[tuple[object, ...], dict[str, Any]] | None = None
         self._consumer: tuple[object, dict[str, Any] | None] | None = None
         self._epoch_query: tuple[object, dict[str, Any] | None] | None = None
@@ -285,7 +299,7 @@ class Observer:
     def in_flight(self, state: State) -> dict[str, Any]:
         """The messages in flight: the mapping made before while no message queue changed
         (the queues are immutable tuples, kept as the same objects by a step that does not
-        touch them)."""
+        touch them), and each queue's list made before while that queue did not change."""
         parked, fetch, epoch = state.parked_fetches, state.fetch_responses, state.epoch_responses
         lai, pending, alter = state.leader_and_isr, state.pending_produces, state.alter_partitions
         seen = self._flight
@@ -293,7 +307,13 @@ class Observer:
             k = seen[0]
             if k[0] is parked and k[1] is fetch and k[2] is epoch and k[3] is lai and k[4] is pending and k[5] is alter:
                 return seen[1]
-        out = observe_in_flight(state)
+        queues = self._queues
+        out = {}
+        for name, queue in zip(_QUEUES, (parked, fetch, epoch, lai, pending, alter), strict=True):
+            rendered = queues.get(name)
+            if rendered is None or rendered[0] is not queue:  # this queue changed: rendered again
+                rendered = queues[name] = (queue, [describe_message(m) for m in queue])
+            out[name] = rendered[1]
         self._flight = ((parked, fetch, epoch, lai, pending, alter), out)
         return out
 

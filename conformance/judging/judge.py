@@ -255,13 +255,16 @@ def judge(
             if not check.expect and not check.logs_match:
                 continue
             cfs = steps_by_index[check.index]
-            cwhere = {**where, "step": cfs.number, "kind": cfs.step.kind, "line": cfs.line, "why": cfs.why or ""}
-            if trace is not None and check.index < len(trace):
-                cwhere["rules"] = list(trace[check.index])
+            cwhere: dict[str, Any] | None = None  # where the check is, made only for a failure
             if check.logs_match and "log" in description.replica_fields:
                 found = logs_mismatch(check.logs_match, observation, f"logs_match[{','.join(check.logs_match)}]")
                 if found is not None:
-                    failure = {**cwhere, "level": "exact", "field": found.path, "expected": found.expected}
+                    failure = {
+                        **(cwhere := cwhere or _check_where(where, cfs, check.index, trace)),
+                        "level": "exact",
+                        "field": found.path,
+                        "expected": found.expected,
+                    }
                     result.failures.append({**failure, "actual": _show(found.actual)})
             if not check.expect:
                 continue
@@ -278,7 +281,13 @@ def judge(
                 matched = (expected, observation)
             for d in exact:
                 result.failures.append(
-                    {**cwhere, "level": "exact", "field": d.path, "expected": d.expected, "actual": _show(d.actual)}
+                    {
+                        **(cwhere := cwhere or _check_where(where, cfs, check.index, trace)),
+                        "level": "exact",
+                        "field": d.path,
+                        "expected": d.expected,
+                        "actual": _show(d.actual),
+                    }
                 )
             if frontier is None:
                 continue
@@ -301,7 +310,7 @@ def judge(
                 for d in frontier.nearest(part, observation) or misses:  # against the closest state
                     result.failures.append(
                         {
-                            **cwhere,
+                            **(cwhere := cwhere or _check_where(where, cfs, check.index, trace)),
                             "level": "settled",
                             "field": d.path,
                             "expected": d.expected,
@@ -369,6 +378,16 @@ def _progress(
         "steps": suffix.steps,
         "unchecked": {k: list(v) for k, v in suffix.unchecked().items()},
     }
+
+
+def _check_where(
+    where: dict[str, Any], cfs: FixtureStep, index: int, trace: list[tuple[str, ...]] | None
+) -> dict[str, Any]:
+    """A failure's location for the check of fixture step ``cfs`` made at the step ``where``."""
+    out = {**where, "step": cfs.number, "kind": cfs.step.kind, "line": cfs.line, "why": cfs.why or ""}
+    if trace is not None and index < len(trace):
+        out["rules"] = list(trace[index])
+    return out
 
 
 def _at(fixture: Fixture, fs: FixtureStep) -> str:
