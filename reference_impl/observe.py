@@ -309,12 +309,13 @@ class Observer:
                 return seen[1]
         queues = self._queues
         out = {}
-        for name, queue in zip(_QUEUES, (parked, fetch, epoch, lai, pending, alter), strict=True):
+        now: tuple[tuple[Any, ...], ...] = (parked, fetch, epoch, lai, pending, alter)
+        for name, queue in zip(_QUEUES, now, strict=True):
             rendered = queues.get(name)
             if rendered is None or rendered[0] is not queue:  # this queue changed: rendered again
                 rendered = queues[name] = (queue, [describe_message(m) for m in queue])
             out[name] = rendered[1]
-        self._flight = ((parked, fetch, epoch, lai, pending, alter), out)
+        self._flight = (now, out)
         return out
 
     def answers(self, state: State) -> dict[str, Any]:
