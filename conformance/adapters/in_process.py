@@ -75,9 +75,10 @@ class ReferenceAdapter(Adapter):
         """``reset`` to a start state the runner already built (``fixture.start()``: the
         same config and ``initial``, checked then); a state is an immutable value, so
         building it again from the wire form would only cost time. False (nothing done)
-        for a subclass with a ``reset`` of its own (a mutant's may change the start):
-        the runner then calls ``reset``."""
-        if type(self).reset is not ReferenceAdapter.reset:
+        when ``reset`` is not this class's own (a subclass's, such as a mutant's, may
+        change the start; a wrapper set on the instance counts resets): the runner then
+        calls ``reset``."""
+        if getattr(self.reset, "__func__", None) is not ReferenceAdapter.reset:
             return False
         self._observe = Observer()
         self._state = state
