@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import reference_impl
-from reference_impl import ConfigError, InitialStateError, Step, StepFormatError, config_from_dict, step_from_dict
+from reference_impl import ConfigError, InitialStateError, StepFormatError, config_from_dict, step_from_dict
 from reference_impl.given import normalise
 
 from ..fixtures.loading import Fixture, FixtureStep
@@ -112,34 +112,32 @@ def apply_changes(observation: Mapping[str, Any], changes: Sequence[Any], field:
     fresh: dict[int, dict[str, Any]] = {id(root): root}
     """The mappings copied here (ours to change), by id; held so no id is reused."""
     for i, change in enumerate(changes):
-        if type(change) is not list or not 0 < len(change) < 3:
+        if type(change) is not list or len(change) not in (1, 2):
             raise ValueError(f"{field}[{i}]: a change is [path, value] or [path], got {change!r}")
         path = change[0]
         if type(path) is not list or not path:
             raise ValueError(f"{field}[{i}]: the path must be a non-empty list of field names, got {path!r}")
         node = root
-        key = path[0]
-        if len(path) > 1:  # walk to the parent, copying what is not ours yet (the first key checked below)
-            for depth in range(len(path) - 1):
-                if type(key) is not str:
-                    raise ValueError(f"{field}[{i}]: the path must be a non-empty list of field names, got {path!r}")
-                child = node.get(key)
-                if type(child) is not dict:
-                    raise ValueError(
-                        f"{field}[{i}]: {'.'.join(path[: depth + 1])} is not a mapping in the previous observation"
-                    )
-                if id(child) not in fresh:
-                    child = dict(child)
-                    node[key] = child
-                    fresh[id(child)] = child
-                node = child
-                key = path[depth + 1]
-        if type(key) is not str:
-            raise ValueError(f"{field}[{i}]: the path must be a non-empty list of field names, got {path!r}")
+        last = len(path) - 1
+        for depth, key in enumerate(path):
+            if type(key) is not str:
+                raise ValueError(f"{field}[{i}]: the path must be a non-empty list of field names, got {path!r}")
+            if depth == last:
+                break
+            child = node.get(key)
+            if type(child) is not dict:
+                raise ValueError(
+                    f"{field}[{i}]: {'.'.join(path[: depth + 1])} is not a mapping in the previous observation"
+                )
+            if id(child) not in fresh:
+                child = dict(child)
+                node[key] = child
+                fresh[id(child)] = child
+            node = child
         if len(change) == 2:
-            node[key] = change[1]
-        elif key in node:
-            del node[key]
+            node[path[-1]] = change[1]
+        elif path[-1] in node:
+            del node[path[-1]]
         else:
             raise ValueError(f"{field}[{i}]: cannot remove {'.'.join(path)}: not in the previous observation")
     return root
@@ -207,17 +205,17 @@ def record_to_trace(record: Any, file: str, line: int) -> Trace:
         where = f"steps[{i}]"
         if not isinstance(raw, dict):
             raise bad(where, "a step is a mapping with 'do'")
-        if not raw.keys() <= _STEP_FIELDS:
-            unknown = sorted(set(raw) - _STEP_FIELDS)
+        unknown = sorted(set(raw) - {"do", "expect", "changes", "expect_rejected", "rules", "why", "logs_match"})
+        if unknown:
             raise bad(
                 f"{where}.{unknown[0]}", "unknown field (do, expect, changes, expect_rejected, rules, why, logs_match)"
             )
         logs_match = raw.get("logs_match") or []
-        if logs_match and (not isinstance(logs_match, list) or not all(isinstance(r, str) for r in logs_match)):
+        if not isinstance(logs_match, list) or not all(isinstance(r, str) for r in logs_match):
             raise bad(f"{where}.logs_match", "must be a list of replica ids (whose logs must be equal)")
         do = raw.get("do")
         try:
-            step = _step(do if do is not None else {})
+            step = step_from_dict(do if do is not None else {})
         except StepFormatError as exc:
             raise bad(f"{where}.do.{exc.field}", exc.message) from None
         stated = [k for k in ("expect", "changes", "expect_rejected") if k in raw]
@@ -284,32 +282,6 @@ def record_to_trace(record: Any, file: str, line: int) -> Trace:
     )
     fresh = has_rules and provenance.get("version", reference_impl.__version__) == reference_impl.__version__
     return Trace(fixture, rules if fresh else None, provenance)
-
-
-_STEP_FIELDS = frozenset({"do", "expect", "changes", "expect_rejected", "rules", "why", "logs_match"})
-
-_STEPS: dict[tuple[tuple[str, Any], ...], Step] = {}
-"""Parsed steps by their fields (those with only scalar fields: a fetch, a tick, a crash);
-a corpus repeats the same few thousand, and a ``Step`` is an immutable value."""
-
-
-_KEYED = frozenset({str, int, type(None)})
-"""The field types a remembered step may have: equal keys then mean equal fields (True
-equals 1, and 1.0 does, but neither is an int field's value)."""
-
-
-def _step(do: Any) -> Step:
-    """``step_from_dict(do)``, remembered for a step whose fields are all scalars."""
-    if type(do) is not dict or not set(map(type, do.values())) <= _KEYED:
-        return step_from_dict(do)  # a list (a produce's values), or a bool or float equal to an int
-    key = tuple(do.items())
-    found = _STEPS.get(key)
-    if found is None:
-        found = step_from_dict(do)
-        if len(_STEPS) >= 4096:
-            _STEPS.clear()
-        _STEPS[key] = found
-    return found
 
 
 def _source(provenance: Mapping[str, Any]) -> str:
