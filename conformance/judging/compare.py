@@ -62,14 +62,15 @@ def matches(expected: Any, actual: Any) -> bool:
 
 
 def matches_since(expected: Any, actual: Any, before: Any, seen: Any) -> bool:
-    """``matches(expected, actual)``, given that ``before`` matched ``seen`` (the previous
-        comparison of the run) and that neither side's parts are ever changed once made
-        (``Adapter.shares_observations``; a corpus trace's expectations are copied on write,
-        ``corpus.format.apply_changes``): a field whose expected and actual values are both
-        the very objects compared before matched then and still does, so only the fields
-        that changed on either side are compared (a long run's logs and producer outcomes,
-        the same objects step after step, are not walked again). A large mapping that changed
-    (the producer outcomes) is compared whole, in C, rather than key by key in Python."""
+    """``matches(expected, actual)``, given that ``before`` matched ``seen`` (the last
+    comparison of the run that found no difference) and that neither side's parts are
+    ever changed once made (``Adapter.shares_observations``; a corpus trace's
+    expectations are copied on write, ``corpus.format.apply_changes``): a field whose
+    expected and actual values are both the very objects compared then matched then and
+    still does, so only the fields that changed on either side are compared (a long run's
+    logs and producer outcomes, the same objects step after step, are not read again).
+    A small mapping that changed is walked the same way; a large one (the producer
+    outcomes) is compared whole, in C, rather than key by key in Python."""
     if type(expected) is not dict or type(actual) is not dict or type(before) is not dict or type(seen) is not dict:
         return matches(expected, actual)
     for key, value in expected.items():

@@ -31,7 +31,7 @@ from ..adapters.wire import wire_step
 from ..fixtures.loading import Fixture, FixtureStep
 from .coarsen import Plan, PlanStep
 from .compare import MISSING, all_divergences, logs_mismatch, matches_since
-from .conventions import Conventions, adjust_expected, normalise
+from .conventions import ConventionError, Conventions, adjust_expected, normalise
 from .faults import fault
 from .levels import settled_part
 from .observation_check import check_observation
@@ -100,9 +100,12 @@ class Watch:
             config, description.field_set, description.replica_field_set, frozenset(description.steps), shared
         )
         self.check_shape = check_shape
-        self.plain = Conventions.of(description) == Conventions()
-        """The implementation keeps the reference's conventions (``conventions.normalise``
-        would return each observation as it is)."""
+        try:
+            self.plain = Conventions.of(description) == Conventions()
+            """The implementation keeps the reference's conventions (``conventions.normalise``
+            would return each observation as it is)."""
+        except ConventionError:  # raised where it was before: at the first observation normalised
+            self.plain = False
 
     def shape(self, raw: dict[str, Any]) -> str | None:
         """The first way ``raw`` does not fit the protocol's observation schema, or None:
