@@ -219,6 +219,17 @@ def observe_answers(state: State) -> dict[str, Any]:
     return {"fetch": fetch, "epoch": epoch}
 
 
+_QUEUES = (
+    "parked_fetches",
+    "fetch_responses",
+    "epoch_responses",
+    "leader_and_isr",
+    "pending_produces",
+    "alter_partitions",
+)
+"""The ``in_flight`` fields, in the order ``observe_in_flight`` gives them."""
+
+
 class Observer:
     """``observe``, sharing with the observations it made before the parts that did not
     change: a replica that is the same (immutable) object as before is the same dict, a
@@ -236,6 +247,13 @@ class Observer:
         self._produces: tuple[History[ProduceOutcome], dict[str, str]] | None = None
         self._isr: tuple[object, list[str]] | None = None
         self._mapping: tuple[tuple[Replica, ...], dict[str, dict[str, Any]]] | None = None
+        self._flight: tuple[tuple[object, ...], dict[str, Any]] | None = None
+        self._queues: dict[str, tuple[tuple[Any, ...], list[str]]] = {}
+        """Per message queue: the tuple last rendered and its lines (a queue that did not
+        change keeps its list when another one changed)."""
+        self._answers: tuple[tuple[object, ...], dict[str, Any]] | None = None
+        self._consumer: tuple[object, dict[str, Any] | None] | None = None
+        self._epoch_query: tuple[object, dict[str, Any] | None] | None = None
 
     def replica(self, replica: Replica) -> dict[str, Any]:
         seen = self._replicas.get(replica.id)
@@ -278,42 +296,121 @@ class Observer:
         self._produces = (produces, out)
         return out
 
-    def __call__(self, state: State) -> dict[str, Any]:
-        out = observe(state, self)
-        isr = state.controller.isr
-        if self._isr is not None and self._isr[0] is isr:
-            out["isr"] = self._isr[1]
-        else:
-            self._isr = (isr, out["isr"])
+    def in_flight(self, state: State) -> dict[str, Any]:
+        """The messages in flight: the mapping made before while no message queue changed
+        (the queues are immutable tuples, kept as the same objects by a step that does not
+        touch them), and each queue's list made before while that queue did not change."""
+        parked, fetch, epoch = state.parked_fetches, state.fetch_responses, state.epoch_responses
+        lai, pending, alter = state.leader_and_isr, state.pending_produces, state.alter_partitions
+        seen = self._flight
+        if seen is not None:
+            k = seen[0]
+            if k[0] is parked and k[1] is fetch and k[2] is epoch and k[3] is lai and k[4] is pending and k[5] is alter:
+                return seen[1]
+        queues = self._queues
+        out = {}
+        now: tuple[tuple[Any, ...], ...] = (parked, fetch, epoch, lai, pending, alter)
+        for name, queue in zip(_QUEUES, now, strict=True):
+            rendered = queues.get(name)
+            if rendered is None or rendered[0] is not queue:  # this queue changed: rendered again
+                rendered = queues[name] = (queue, [describe_message(m) for m in queue])
+            out[name] = rendered[1]
+        self._flight = (now, out)
         return out
+
+    def answers(self, state: State) -> dict[str, Any]:
+        """The answers: the mapping made before while none of what they are read from
+        changed (the queues, the deliveries of the last step, the replica names, and, when a
+        fetch is parked, the replicas, whose incarnations decide whether it is stale)."""
+        parked, fetch, epoch, delivered = (
+            state.parked_fetches,
+            state.fetch_responses,
+            state.epoch_responses,
+            state.delivered,
+        )
+        names, replicas = state.config.replicas, state.replicas if parked else None
+        seen = self._answers
+        if seen is not None:
+            k = seen[0]
+            if (
+                k[0] is parked
+                and k[1] is fetch
+                and k[2] is epoch
+                and k[3] is delivered
+                and k[4] is names
+                and k[5] is replicas
+            ):
+                return seen[1]
+        out = observe_answers(state)
+        self._answers = ((parked, fetch, epoch, delivered, names, replicas), out)
+        return out
+
+    def consumer(self, state: State) -> dict[str, Any] | None:
+        """The last consume's result: the mapping made before while it is the same object."""
+        seen = self._consumer
+        if seen is not None and seen[0] is state.consumed:
+            return seen[1]
+        out = observe_consumer(state)
+        self._consumer = (state.consumed, out)
+        return out
+
+    def epoch_query(self, state: State) -> dict[str, Any] | None:
+        """The last epoch query's answer: the mapping made before while it is the same object."""
+        seen = self._epoch_query
+        if seen is not None and seen[0] is state.epoch_query:
+            return seen[1]
+        out = observe_epoch_query(state)
+        self._epoch_query = (state.epoch_query, out)
+        return out
+
+    def isr(self, state: State) -> list[str]:
+        """The ISR: the list made before while it is the same (immutable) tuple."""
+        isr = state.controller.isr
+        seen = self._isr
+        if seen is not None and seen[0] is isr:
+            return seen[1]
+        out = list(isr)
+        self._isr = (isr, out)
+        return out
+
+    def __call__(self, state: State) -> dict[str, Any]:
+        return observe(state, self)
+
+
+def observe_consumer(state: State) -> dict[str, Any] | None:
+    """What the last consume got, or None before any."""
+    c = state.consumed
+    if c is None:
+        return None
+    return {"offset": c.offset, "records": [f"{value}@{epoch}" for _, value, epoch in c.records], "error": c.error}
+
+
+def observe_epoch_query(state: State) -> dict[str, Any] | None:
+    """The last OffsetsForLeaderEpoch query's answer, or None before any."""
+    q = state.epoch_query
+    if q is None:
+        return None
+    return {
+        "replica": q.replica,
+        "requested_epoch": q.requested_epoch,
+        "error": q.error,
+        "leader_epoch": q.epoch,
+        "end_offset": q.end_offset,
+    }
 
 
 def observe(state: State, observer: Observer | None = None) -> dict[str, Any]:
     """The whole observable state (``observer``: its shared parts, ``Observer``)."""
-    consumer: dict[str, Any] | None = None
-    if state.consumed is not None:
-        c = state.consumed
-        consumer = {
-            "offset": c.offset,
-            "records": [f"{value}@{epoch}" for _, value, epoch in c.records],
-            "error": c.error,
-        }
-    epoch_query: dict[str, Any] | None = None
-    if state.epoch_query is not None:
-        q = state.epoch_query
-        epoch_query = {
-            "replica": q.replica,
-            "requested_epoch": q.requested_epoch,
-            "error": q.error,
-            "leader_epoch": q.epoch,
-            "end_offset": q.end_offset,
-        }
+    if observer is None:
+        consumer, epoch_query = observe_consumer(state), observe_epoch_query(state)
+    else:
+        consumer, epoch_query = observer.consumer(state), observer.epoch_query(state)
     ctrl = state.controller
     return {
         "clock_ms": state.clock_ms,
         "leader": ctrl.leader,
         "leader_epoch": ctrl.epoch,
-        "isr": list(ctrl.isr),
+        "isr": list(ctrl.isr) if observer is None else observer.isr(state),
         "partition_epoch": ctrl.partition_epoch,
         "replicas": {r.id: observe_replica(r) for r in state.replicas}
         if observer is None
@@ -321,6 +418,6 @@ def observe(state: State, observer: Observer | None = None) -> dict[str, Any]:
         "producer": {o.id: o.status for o in state.produces} if observer is None else observer.producer(state),
         "consumer": consumer,
         "epoch_query": epoch_query,
-        "in_flight": observe_in_flight(state),
-        "answers": observe_answers(state),
+        "in_flight": observe_in_flight(state) if observer is None else observer.in_flight(state),
+        "answers": observe_answers(state) if observer is None else observer.answers(state),
     }

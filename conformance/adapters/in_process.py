@@ -71,6 +71,19 @@ class ReferenceAdapter(Adapter):
         except InitialStateError as exc:
             raise AdapterError(f"initial state rejected: {exc}") from None
 
+    def start_at(self, state: reference_impl.State) -> bool:
+        """``reset`` to a start state the runner already built (``fixture.start()``: the
+        same config and ``initial``, checked then); a state is an immutable value, so
+        building it again from the wire form would only cost time. False (nothing done)
+        when ``reset`` is not this class's own (a subclass's, such as a mutant's, may
+        change the start; a wrapper set on the instance counts resets): the runner then
+        calls ``reset``."""
+        if getattr(self.reset, "__func__", None) is not ReferenceAdapter.reset:
+            return False
+        self._observe = Observer()
+        self._state = state
+        return True
+
     def step(self, step: dict[str, Any]) -> StepResult:
         if self._state is None:
             raise AdapterError("step before reset")

@@ -40,6 +40,7 @@ from reference_impl import ConfigError, InitialStateError, StepFormatError, conf
 from reference_impl.given import normalise
 
 from ..fixtures.loading import Fixture, FixtureStep
+from ..judging.coarsen import remember_start
 from ..judging.runner import RuleTrace
 
 FORMAT = 1
@@ -104,7 +105,9 @@ def _diff(before: Mapping[str, Any], after: Mapping[str, Any], path: Path, out: 
 def apply_changes(observation: Mapping[str, Any], changes: Sequence[Any], field: str) -> dict[str, Any]:
     """A new observation with ``changes`` applied; the input is not modified (copy on
     write along each changed path: a mapping is copied the first time a change goes
-    through it). Raises ``ValueError`` naming the bad change."""
+    through it, and every part no change touches stays the previous observation's very
+    object, which the judge compares by identity, ``compare.matches_since``). Raises
+    ``ValueError`` naming the bad change."""
     root = dict(observation)
     fresh: dict[int, dict[str, Any]] = {id(root): root}
     """The mappings copied here (ours to change), by id; held so no id is reused."""
@@ -185,7 +188,7 @@ def record_to_trace(record: Any, file: str, line: int) -> Trace:
     if record.get("initial") is not None:
         try:
             initial = normalise(config, record["initial"])
-            reference_impl.initial_state(config, initial)
+            remember_start(config, initial, reference_impl.initial_state(config, initial))
         except InitialStateError as exc:
             raise bad(f"initial.{exc.field}", exc.message) from None
     raw_steps = record.get("steps")

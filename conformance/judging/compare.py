@@ -61,6 +61,42 @@ def matches(expected: Any, actual: Any) -> bool:
     return not (expected != actual or (type(expected) is bool and type(actual) is not bool))
 
 
+def matches_since(expected: Any, actual: Any, before: Any, seen: Any) -> bool:
+    """``matches(expected, actual)``, given that ``before`` matched ``seen`` (the last
+    comparison of the run that found no difference) and that neither side's parts are
+    ever changed once made (``Adapter.shares_observations``; a corpus trace's
+    expectations are copied on write, ``corpus.format.apply_changes``): a field whose
+    expected and actual values are both the very objects compared then matched then and
+    still does, so only the fields that changed on either side are compared (a long run's
+    logs and producer outcomes, the same objects step after step, are not read again).
+    A small mapping that changed is walked the same way; a large one (the producer
+    outcomes) is compared whole, in C, rather than key by key in Python."""
+    if type(expected) is not dict or type(actual) is not dict or type(before) is not dict or type(seen) is not dict:
+        return matches(expected, actual)
+    for key, value in expected.items():
+        if key not in actual:
+            return False
+        got = actual[key]
+        if value is before.get(key, MISSING) and got is seen.get(key, MISSING):
+            continue
+        if type(value) is dict and type(got) is dict and len(value) <= LARGE:  # a large one: compared in C
+            old, was = before.get(key), seen.get(key)
+            if type(old) is dict and type(was) is dict:
+                if not matches_since(value, got, old, was):
+                    return False
+                continue
+        if value == got:
+            vkind = type(value)
+            if vkind is dict:
+                if _bool_as_number(value, got):
+                    return False
+            elif vkind is bool and type(got) is not bool:
+                return False
+        elif not matches(value, got):
+            return False
+    return True
+
+
 LARGE = 16
 """A mapping with more keys than this (the producer outcomes) has the kinds of its values
 compared in C before any Python loop (``_bool_as_number``)."""

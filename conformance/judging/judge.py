@@ -30,8 +30,8 @@ from ..adapters.base import Adapter, Description
 from ..adapters.wire import wire_step
 from ..fixtures.loading import Fixture, FixtureStep
 from .coarsen import Plan, PlanStep
-from .compare import MISSING, all_divergences, logs_mismatch
-from .conventions import adjust_expected, normalise
+from .compare import MISSING, all_divergences, logs_mismatch, matches_since
+from .conventions import ConventionError, Conventions, adjust_expected, normalise
 from .faults import fault
 from .levels import settled_part
 from .observation_check import check_observation
@@ -100,6 +100,12 @@ class Watch:
             config, description.field_set, description.replica_field_set, frozenset(description.steps), shared
         )
         self.check_shape = check_shape
+        try:
+            self.plain = Conventions.of(description) == Conventions()
+            """The implementation keeps the reference's conventions (``conventions.normalise``
+            would return each observation as it is)."""
+        except ConventionError:  # raised where it was before: at the first observation normalised
+            self.plain = False
 
     def shape(self, raw: dict[str, Any]) -> str | None:
         """The first way ``raw`` does not fit the protocol's observation schema, or None:
@@ -110,6 +116,8 @@ class Watch:
         return check_observation(raw)
 
     def normalise(self, raw: dict[str, Any]) -> dict[str, Any]:
+        if self.plain:
+            return raw  # the reference's conventions: nothing to undo (decided once, not per step)
         return normalise(raw, self.description, self.replicas)
 
     def accept(self, raw: dict[str, Any] | None, where: str, index: int) -> dict[str, Any]:
@@ -168,6 +176,9 @@ def judge(
     last_check = max((n for n, ps in enumerate(lowered.steps) if ps.checks), default=-1)
     raw: dict[str, Any] | None = None
     noted = 0
+    matched: tuple[dict[str, Any], dict[str, Any]] | None = None
+    """The last expectation and observation found equal (shared observations only): the
+    next comparison walks only what changed since on either side (``matches_since``)."""
 
     def note_observed() -> None:
         nonlocal noted
@@ -247,22 +258,39 @@ def judge(
             if not check.expect and not check.logs_match:
                 continue
             cfs = steps_by_index[check.index]
-            cwhere = {**where, "step": cfs.number, "kind": cfs.step.kind, "line": cfs.line, "why": cfs.why or ""}
-            if trace is not None and check.index < len(trace):
-                cwhere["rules"] = list(trace[check.index])
+            cwhere: dict[str, Any] | None = None  # where the check is, made only for a failure
             if check.logs_match and "log" in description.replica_fields:
                 found = logs_mismatch(check.logs_match, observation, f"logs_match[{','.join(check.logs_match)}]")
                 if found is not None:
-                    failure = {**cwhere, "level": "exact", "field": found.path, "expected": found.expected}
+                    failure = {
+                        **(cwhere := cwhere or _check_where(where, cfs, check.index, trace)),
+                        "level": "exact",
+                        "field": found.path,
+                        "expected": found.expected,
+                    }
                     result.failures.append({**failure, "actual": _show(found.actual)})
             if not check.expect:
                 continue
-            roles = _roles(ps.observation) if description.role_fields else {}
-            expected = comparable(adjust_expected(check.expect, description, observation, roles))
-            exact = all_divergences(expected, observation)
+            if watch.plain and not description.role_fields:
+                expected = comparable(check.expect)  # ``adjust_expected`` would return it as written
+            else:
+                roles = _roles(ps.observation) if description.role_fields else {}
+                expected = comparable(adjust_expected(check.expect, description, observation, roles))
+            if matched is not None and matches_since(expected, observation, matched[0], matched[1]):
+                exact = []
+            else:
+                exact = all_divergences(expected, observation)
+            if shared and not exact:
+                matched = (expected, observation)
             for d in exact:
                 result.failures.append(
-                    {**cwhere, "level": "exact", "field": d.path, "expected": d.expected, "actual": _show(d.actual)}
+                    {
+                        **(cwhere := cwhere or _check_where(where, cfs, check.index, trace)),
+                        "level": "exact",
+                        "field": d.path,
+                        "expected": d.expected,
+                        "actual": _show(d.actual),
+                    }
                 )
             if frontier is None:
                 continue
@@ -285,7 +313,7 @@ def judge(
                 for d in frontier.nearest(part, observation) or misses:  # against the closest state
                     result.failures.append(
                         {
-                            **cwhere,
+                            **(cwhere := cwhere or _check_where(where, cfs, check.index, trace)),
                             "level": "settled",
                             "field": d.path,
                             "expected": d.expected,
@@ -353,6 +381,16 @@ def _progress(
         "steps": suffix.steps,
         "unchecked": {k: list(v) for k, v in suffix.unchecked().items()},
     }
+
+
+def _check_where(
+    where: dict[str, Any], cfs: FixtureStep, index: int, trace: list[tuple[str, ...]] | None
+) -> dict[str, Any]:
+    """A failure's location for the check of fixture step ``cfs`` made at the step ``where``."""
+    out = {**where, "step": cfs.number, "kind": cfs.step.kind, "line": cfs.line, "why": cfs.why or ""}
+    if trace is not None and index < len(trace):
+        out["rules"] = list(trace[index])
+    return out
 
 
 def _at(fixture: Fixture, fs: FixtureStep) -> str:
