@@ -157,6 +157,24 @@ def alphabet(state: State, max_records: int, faults: bool = False) -> list[Step]
     return steps + fault_steps(state, steps) if faults else steps
 
 
+def steps_of(
+    state: State,
+    max_records: int,
+    faults: bool = False,
+    extra: Callable[[State, list[Step]], list[Step]] | None = None,
+    only: frozenset[str] | None = None,
+) -> list[Step]:
+    """The steps the search tries in ``state``, in a fixed order (``alphabet``, then
+    ``extra``'s, kept to the kinds in ``only``): a step's position in this list names it
+    (``explore_parallel`` names a path by its steps' positions)."""
+    steps = alphabet(state, max_records, faults)
+    if extra is not None:
+        steps += extra(state, steps)
+    if only is not None:
+        steps = [s for s in steps if s.kind in only]
+    return steps
+
+
 def fault_steps(state: State, enabled: list[Step]) -> list[Step]:
     """Variants of the enabled elections and crashes the plain alphabet leaves out (the
     fuzzer draws them too): each election notifying every live broker but one (the other
@@ -185,6 +203,8 @@ def explore(
     symmetry: bool = False,
     extra: Callable[[State, list[Step]], list[Step]] | None = None,
     only: frozenset[str] | None = None,
+    workers: int = 1,
+    tree: bool = True,
 ) -> tuple[Exploration, dict[State, tuple[State | None, Step | None]]]:
     """Breadth-first search to ``depth``; returns the statistics and the search tree
     (each state's parent and the step from it), for path reconstruction and replay.
@@ -200,12 +220,24 @@ def explore(
     off by default). ``extra``: more steps to try in a state, given its alphabet
     (``explore_alphabet.Richer``). ``only``: the step kinds kept (a narrower alphabet
     that goes deeper). The tree holds real states, reached by real paths.
+
+    ``workers``: more than one searches on that many forked processes
+    (``explore_parallel``: the same states, levels and witnesses; no sleep sets), unless
+    ``max_states``, ``stop_on_finding`` or ``symmetry`` is asked for (they follow the
+    sequential order) or processes cannot be forked. ``tree``: whether the caller needs the
+    whole search tree; without it a parallel search returns only the root and the
+    findings' paths (sending every state back would cost as much as finding it).
     """
+    if reduce is None:
+        reduce = len(config.replicas) >= 3
+    if workers > 1 and max_states is None and not stop_on_finding and not symmetry:
+        from .explore_parallel import available, explore_parallel
+
+        if available():
+            return explore_parallel(config, depth, max_records, seconds, workers, faults, reduce, extra, only, tree)
     started = time.perf_counter()
     result = Exploration(config=config, depth_limit=depth)
     expected = EXPECTED_VIOLATIONS.get(config.generation, frozenset())
-    if reduce is None:
-        reduce = len(config.replicas) >= 3
     root = state_key(initial_state(config))
     parents: dict[State, tuple[State | None, Step | None]] = {root: (None, None)}
     seen_invariants: set[str] = set()
@@ -239,11 +271,7 @@ def explore(
         next_frontier: list[tuple[State, State | None]] = []
         next_sleeping: dict[State, frozenset[Step]] = {}
         for state, mine in frontier:
-            steps = alphabet(state, max_records, faults)
-            if extra is not None:
-                steps += extra(state, steps)
-            if only is not None:
-                steps = [s for s in steps if s.kind in only]
+            steps = steps_of(state, max_records, faults, extra, only)
             asleep = sleeping.get(mine, nothing) if mine is not None and sleeping else nothing
             done: list[Step] = []
             for step in steps:
@@ -285,7 +313,10 @@ def explore(
                 parents[key] = (state, step)
                 result.states += 1
                 next_frontier.append((key, k))
-                record(key, check(after, state))
+                # checked on ``key``, not ``after`` (no invariant reads ``fired``): the result
+                # is the same, and the memo it leaves on ``key`` makes its children's check
+                # incremental (``invariants.check``)
+                record(key, check(key, state))
                 if (max_states is not None and result.states >= max_states) or (stop_on_finding and result.findings):
                     result.complete = False
                     break
