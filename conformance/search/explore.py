@@ -20,11 +20,13 @@ the shortest disagreement becomes a witness fixture.
 from __future__ import annotations
 
 import contextlib
+import functools
+import gc
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from reference_impl import (
     Config,
@@ -191,6 +193,33 @@ def fault_steps(state: State, enabled: list[Step]) -> list[Step]:
     return out
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def without_gc(function: Callable[P, R]) -> Callable[P, R]:
+    """``function`` run with Python's cyclic garbage collector paused (and resumed after,
+    if it was on). A search keeps every state it reaches, millions of objects, and the
+    collector rescanned them all again and again: a quarter of the search's CPU time
+    (two replicas, depth 6: 7.1-7.8 s with it, 5.5-6.1 s without). States are trees of
+    immutable values: a search leaves no cycles behind for the collector to find (a
+    collection right after one found nothing), and any it did would be found once the
+    collector is back on."""
+
+    @functools.wraps(function)
+    def paused(*args: P.args, **kwargs: P.kwargs) -> R:
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            if was:
+                gc.enable()
+
+    return paused
+
+
+@without_gc
 def explore(
     config: Config,
     depth: int,
@@ -289,7 +318,7 @@ def explore(
                 key = state_key(after)
                 k: State | None = None
                 if not merged:
-                    if key in parents:
+                    if key in parents:  # (a get and a set cost as much: the hash is cached)
                         continue
                 else:
                     k = keyed(key)
