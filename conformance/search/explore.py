@@ -294,6 +294,9 @@ def explore(
     frontier: list[tuple[State, State | None]] = [(root, None)]
     result.states = 1
     nothing: frozenset[Step] = frozenset()
+    # how many transitions fired each tuple of rules (counted per rule at the end: one dict
+    # update per transition instead of a Counter.update)
+    firings: dict[tuple[str, ...], int] = {}
     # Sleep sets (explore_reduce.independent): the steps a state need not take, by its key.
     sleeping: dict[State, frozenset[Step]] = {}
     for level in range(1, depth + 1):
@@ -314,8 +317,13 @@ def explore(
                 except StepRejected:  # enabled_steps said it was enabled: a spec bug
                     raise AssertionError(f"enabled step {step} rejected by the reference") from None
                 result.transitions += 1
-                result.rules.update(after.fired)
-                key = state_key(after)
+                fired = after.fired
+                if fired:
+                    firings[fired] = firings.get(fired, 0) + 1
+                    # ``after`` is the fresh state ``apply`` just built, held by nothing else:
+                    # ``fired`` emptied in place, it is its own key (``state_key`` would copy it)
+                    after.__dict__["fired"] = ()
+                key = after
                 k: State | None = None
                 if not merged:
                     if key in parents:  # (a get and a set cost as much: the hash is cached)
@@ -359,6 +367,9 @@ def explore(
         sleeping = next_sleeping
         if not result.complete or not frontier:
             break
+    for rules, n in firings.items():
+        for rule in rules:
+            result.rules[rule] += n
     result.seconds = time.perf_counter() - started
     return result, parents
 

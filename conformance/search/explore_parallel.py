@@ -164,7 +164,7 @@ def _worker(search: Search, me: int, conn: Connection, root: State) -> None:
             continue
         deadline: float | None = order[1]  # ("level", deadline)
         transitions = 0
-        rules: Counter[str] = Counter()
+        firings: dict[tuple[str, ...], int] = {}
         cut = False
         # key -> [path key, state, step, parent (mine) or None, violations (theirs) or None]
         best: dict[State, list[Any]] = {}
@@ -181,8 +181,11 @@ def _worker(search: Search, me: int, conn: Connection, root: State) -> None:
                 except StepRejected:  # enabled_steps said it was enabled: a spec bug
                     raise AssertionError(f"enabled step {step} rejected by the reference") from None
                 transitions += 1
-                rules.update(after.fired)
-                key = state_key(after)
+                fired = after.fired
+                if fired:  # as ``explore`` does: counted per tuple, emptied in place
+                    firings[fired] = firings.get(fired, 0) + 1
+                    after.__dict__["fired"] = ()
+                key = after
                 k = canonical(key) if reduce else key
                 if k in seen:
                     continue
@@ -222,6 +225,10 @@ def _worker(search: Search, me: int, conn: Connection, root: State) -> None:
             frontier.append((key, path))
             if search.collect:
                 nodes.append((path, key, step))
+        rules: Counter[str] = Counter()
+        for fired, times in firings.items():
+            for rule in fired:
+                rules[rule] += times
         conn.send(LevelReport(len(frontier), transitions, rules, findings, cut))
 
 
