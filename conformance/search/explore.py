@@ -15,6 +15,9 @@ findings with their shortest witness, not as faults of the spec.
 Given an implementation (``replay``), every path that ends in a leaf of the search tree is
 replayed on it from a reset, step by step, comparing its observations with the reference's:
 the shortest disagreement becomes a witness fixture.
+
+The search can also run on several forked processes (``workers``, ``explore_parallel``):
+the same states, levels and witnesses; on two cores it does not pay (docs/explore.md).
 """
 
 from __future__ import annotations
