@@ -247,7 +247,8 @@ def explore(
     steps that change nothing not tried, sleep sets (``explore_reduce``: exact); None (the
     default): with three replicas or more, where it pays (with two, messages to different
     followers cannot interleave and its bookkeeping costs more than the transitions it saves:
-    docs/explore.md). ``symmetry``: also
+    docs/explore.md), and with two only the steps that change nothing not tried (15% of the
+    transitions, for a cheap test per step; False tries them too). ``symmetry``: also
     up to renaming the followers (``explore_reduce.symmetric_key``: an under-approximation,
     off by default). ``extra``: more steps to try in a state, given its alphabet
     (``explore_alphabet.Richer``). ``only``: the step kinds kept (a narrower alphabet
@@ -260,13 +261,17 @@ def explore(
     whole search tree; without it a parallel search returns only the root and the
     findings' paths (sending every state back would cost as much as finding it).
     """
+    # pointless steps (self-loops) are not tried unless ``reduce`` is False
+    skip = reduce is not False
     if reduce is None:
         reduce = len(config.replicas) >= 3
     if workers > 1 and max_states is None and not stop_on_finding and not symmetry:
         from .explore_parallel import available, explore_parallel
 
         if available():
-            return explore_parallel(config, depth, max_records, seconds, workers, faults, reduce, extra, only, tree)
+            return explore_parallel(
+                config, depth, max_records, seconds, workers, faults, reduce, extra, only, tree, skip
+            )
     started = time.perf_counter()
     result = Exploration(config=config, depth_limit=depth)
     expected = EXPECTED_VIOLATIONS.get(config.generation, frozenset())
@@ -313,7 +318,7 @@ def explore(
                 if asleep and step in asleep:
                     result.slept += 1
                     continue
-                if reduce and pointless(state, step):
+                if skip and pointless(state, step):
                     continue
                 try:
                     after = apply(state, step)

@@ -62,6 +62,8 @@ class Search:
     only: frozenset[str] | None
     workers: int
     collect: bool
+    skip: bool
+    """Whether steps that change nothing are not tried (``explore_reduce.pointless``)."""
 
     def steps(self, state: State) -> list[Step]:
         return steps_of(state, self.max_records, self.faults, self.extra, self.only)
@@ -137,8 +139,9 @@ def _worker(search: Search, me: int, conn: Connection, root: State) -> None:
     """One worker: owns the states whose key hashes to ``me`` modulo the worker count;
     answers the parent process level by level (``explore_parallel``'s protocol)."""
     n = search.workers
-    reduce, owner_of, max_records, faults, extra, only = (
+    reduce, skip, owner_of, max_records, faults, extra, only = (
         search.reduce,
+        search.skip,
         search.owner,
         search.max_records,
         search.faults,
@@ -174,7 +177,7 @@ def _worker(search: Search, me: int, conn: Connection, root: State) -> None:
                 cut = True
                 break
             for i, step in enumerate(steps_of(state, max_records, faults, extra, only)):
-                if reduce and pointless(state, step):
+                if skip and pointless(state, step):
                     continue
                 try:
                     after = apply(state, step)
@@ -243,6 +246,7 @@ def explore_parallel(
     extra: Callable[[State, list[Step]], list[Step]] | None = None,
     only: frozenset[str] | None = None,
     collect: bool = False,
+    skip: bool = False,
 ) -> tuple[Any, dict[State, tuple[State | None, Step | None]]]:
     """``explore.explore`` on ``workers`` processes (the module doc); returns the
     statistics and the search tree: the whole tree with ``collect``, otherwise the root
@@ -251,7 +255,7 @@ def explore_parallel(
     started = time.perf_counter()
     deadline = None if seconds is None else started + seconds
     result = Exploration(config=config, depth_limit=depth)
-    search = Search(config, max_records, faults, reduce, extra, only, workers, collect)
+    search = Search(config, max_records, faults, reduce, extra, only, workers, collect, skip)
     expected = EXPECTED_VIOLATIONS.get(config.generation, frozenset())
     root = state_key(initial_state(config))
     first: dict[str, tuple[PathKey, str]] = {}
