@@ -83,7 +83,7 @@ def register(sub: Any) -> None:
         "--no-reduce",
         action="store_true",
         help="compare states whole: no merging of message orders, every step tried, no sleep sets "
-        "(default: reduce, exact, with 3 replicas or more)",
+        "(default: reduce, exact: all three with 3 replicas or more; with 2, steps that change nothing skipped)",
     )
     ex.add_argument(
         "--workers",

@@ -247,7 +247,7 @@ def explore(
     steps that change nothing not tried, sleep sets (``explore_reduce``: exact); None (the
     default): with three replicas or more, where it pays (with two, messages to different
     followers cannot interleave and its bookkeeping costs more than the transitions it saves:
-    docs/explore.md), and with two only the steps that change nothing not tried (15% of the
+    docs/explore.md), and with two only the steps that change nothing not tried (14% of the
     transitions, for a cheap test per step; False tries them too). ``symmetry``: also
     up to renaming the followers (``explore_reduce.symmetric_key``: an under-approximation,
     off by default). ``extra``: more steps to try in a state, given its alphabet
