@@ -14,10 +14,12 @@ from typing import Any
 
 from .errors import ConfigError
 from .generation import Generation, Profile
+from .values import cached_hash
 
 __all__ = ["Config", "ConfigError", "Generation", "Profile", "config_from_dict"]
 
 
+@cached_hash
 @dataclass(frozen=True)
 class Config:
     """Everything fixed for the life of one partition."""

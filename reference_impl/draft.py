@@ -26,6 +26,7 @@ from .generation import Profile
 from .history import History
 from .messages import AlterPartition, Delivered, EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
 from .state import LEADER, MEMO, ConsumeOutcome, Controller, EpochQueryOutcome, ProduceOutcome, Replica, State
+from .values import HASH
 
 _set = object.__setattr__
 
@@ -109,6 +110,8 @@ def open_draft(state: State) -> Draft:
     fields = state.__dict__.copy()
     if MEMO in fields:  # (a test and a del beat a pop call)
         del fields[MEMO]
+    if HASH in fields:
+        del fields[HASH]
     config = fields["config"]
     fields["fired"] = []
     fields["delivered"] = ()

@@ -23,7 +23,7 @@ from .epoch_cache import EpochCache
 from .history import History
 from .log import Log, Record
 from .messages import AlterPartition, Delivered, EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
-from .values import fast_init
+from .values import cached_hash, fast_init
 
 
 class Role(StrEnum):
@@ -71,6 +71,7 @@ class FollowerProgress:
     HW-LEADER-4 compares it with the follower's current one."""
 
 
+@cached_hash
 @fast_init
 @dataclass(frozen=True)
 class Replica:
@@ -122,6 +123,7 @@ class Replica:
         raise KeyError(replica_id)
 
 
+@cached_hash
 @fast_init
 @dataclass(frozen=True)
 class Controller:
@@ -171,6 +173,7 @@ class EpochQueryOutcome:
     end_offset: int
 
 
+@cached_hash
 @fast_init
 @dataclass(frozen=True)
 class State:

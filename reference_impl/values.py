@@ -10,12 +10,22 @@ fills the new object's attribute dict in one go, where the generated one calls
 ``object.__setattr__`` once per field (a message or an outcome is built on most steps;
 this makes building one about a third cheaper; benchmarks/bench_core.py).
 
+``cached_hash`` makes a frozen dataclass remember its hash: the same value as the
+generated ``__hash__`` (a tuple of the compared fields), computed once. A state shares
+most of its replicas with the state it came from, so a search that hashes every state it
+reaches (``kconform explore``) rehashes only what a step changed (profiled: hashing was a
+fifth of explore's time). The hash is kept in the value's attribute dict under ``HASH``,
+which ``evolve`` and a ``Draft`` never copy, and pickling leaves out (a string's hash
+differs between processes), as it leaves out ``MEMO`` (the invariants' cache, which they
+recognise by identity).
+
 Values are still never mutated: both fill a fresh object, which stays frozen.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import operator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -23,6 +33,7 @@ T = TypeVar("T")
 _new = object.__new__
 _set = object.__setattr__
 MEMO = "_memo"  # state.MEMO: results computed from the old value, never copied
+HASH = "_hash"  # ``cached_hash``: the value's hash, never copied
 
 
 def evolve(value: T, **changes: Any) -> T:
@@ -34,6 +45,8 @@ def evolve(value: T, **changes: Any) -> T:
         raise TypeError(f"{type(value).__name__} has no field {unknown!r}")
     if MEMO in new:
         del new[MEMO]
+    if HASH in new:
+        del new[HASH]
     fresh = _new(type(value))
     _set(fresh, "__dict__", new)
     return fresh
@@ -66,4 +79,31 @@ def fast_init(cls: type[T]) -> type[T]:
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__doc__ = cls.__init__.__doc__
     type.__setattr__(cls, "__init__", init)
+    return cls
+
+
+def cached_hash(cls: type[T]) -> type[T]:
+    """Give the frozen dataclass ``cls`` a ``__hash__`` equal to the generated one but
+    computed once per value (the module doc), and a ``__getstate__`` that leaves it and
+    ``MEMO`` out."""
+    names = [f.name for f in dataclasses.fields(cls) if f.compare and (f.hash is None or f.hash)]  # type: ignore[arg-type]
+    get = operator.attrgetter(*names) if len(names) > 1 else (lambda value: (getattr(value, names[0]),))
+
+    def __hash__(self: Any) -> int:
+        fields = self.__dict__
+        h = fields.get(HASH)
+        if h is None:
+            h = fields[HASH] = hash(get(self))
+        return h  # type: ignore[no-any-return]
+
+    def __getstate__(self: Any) -> dict[str, Any]:
+        fields = dict(self.__dict__)
+        fields.pop(HASH, None)
+        fields.pop(MEMO, None)  # a cache too, compared by identity (``invariants.CLEAN_ONLY``)
+        return fields
+
+    __hash__.__qualname__ = f"{cls.__qualname__}.__hash__"
+    __getstate__.__qualname__ = f"{cls.__qualname__}.__getstate__"
+    type.__setattr__(cls, "__hash__", __hash__)
+    type.__setattr__(cls, "__getstate__", __getstate__)
     return cls

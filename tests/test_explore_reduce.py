@@ -138,3 +138,13 @@ def test_steps_called_independent_commute_wherever_both_are_enabled(generation: 
                 assert canonical(state_key(ab)) == canonical(state_key(ba)), (a, b)
                 assert not ab.delivered and not ba.delivered
     assert pairs > 1000
+
+
+def test_two_replicas_skip_only_the_steps_that_change_nothing() -> None:
+    """With two replicas the default search tries no ``pointless`` step (a self-loop) and
+    keeps every state whole: the same tree as trying every step, fewer transitions."""
+    config = _config(Generation.DIVERGING_EPOCH, ("A", "B"))
+    full, full_tree = explore(config, depth=4, max_records=2, reduce=False)
+    default, tree = explore(config, depth=4, max_records=2)
+    assert tree == full_tree and default.levels == full.levels and default.slept == 0
+    assert default.transitions < full.transitions and set(default.rules) == set(full.rules)

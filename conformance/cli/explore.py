@@ -83,7 +83,15 @@ def register(sub: Any) -> None:
         "--no-reduce",
         action="store_true",
         help="compare states whole: no merging of message orders, every step tried, no sleep sets "
-        "(default: reduce, exact, with 3 replicas or more)",
+        "(default: reduce, exact: all three with 3 replicas or more; with 2, steps that change nothing skipped)",
+    )
+    ex.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="search on N processes: the same states and witnesses; not with --impl, which needs the whole "
+        "search tree (docs/explore.md, 'On several processes': on 2 cores it does not pay) (default: 1)",
     )
     ex.add_argument("--impl", metavar="SPEC", help="also replay every path on this implementation (as run --impl)")
     ex.add_argument("--json", action="store_true", help="print the result as JSON (docs/reports.md, 'explore --json')")
@@ -171,6 +179,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
                 reduce=False if args.no_reduce else None,
                 symmetry=args.symmetry,
                 extra=_richer(args),
+                workers=1 if adapter is not None else max(1, args.workers),
+                tree=adapter is not None,
             )
         except KeyboardInterrupt:
             interrupted = True

@@ -1,0 +1,98 @@
+"""explore on several processes (conformance/search/explore_parallel.py): whatever the worker
+count, the same states, the same search tree (each state reached by the same first path),
+the same levels and the same shortest witnesses as the sequential search, which
+tests/test_explore.py checks against a naive search. Also the cached hash that makes
+states cheap to deduplicate (reference_impl/values.py, ``cached_hash``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+
+import pytest
+
+from conformance.search.explore import explore, path_to
+from conformance.search.explore_alphabet import Richer
+from conformance.search.explore_parallel import available, dumps
+from reference_impl import Config, Generation, apply, enabled_steps, initial_state
+from reference_impl.values import HASH, evolve
+
+pytestmark = pytest.mark.skipif(not available(), reason="worker processes are forked")
+
+TWO = ("A", "B")
+THREE = ("A", "B", "C")
+
+
+def _config(generation: Generation, replicas: tuple[str, ...] = TWO) -> Config:
+    return Config(replicas=replicas, generation=generation, replica_high_watermark_checkpoint_interval_ms=0)
+
+
+@pytest.mark.parametrize("generation", list(Generation))
+@pytest.mark.parametrize("workers", [2, 3])
+def test_the_parallel_search_builds_the_sequential_tree(generation: Generation, workers: int) -> None:
+    config = _config(generation)
+    sequential, tree = explore(config, depth=4, max_records=2)
+    parallel, same = explore(config, depth=4, max_records=2, workers=workers)
+    assert parallel.complete and parallel.levels == sequential.levels and parallel.states == sequential.states
+    assert parallel.transitions == sequential.transitions and parallel.rules == sequential.rules
+    assert same == tree  # every state, with the same parent and step: the same first paths
+    assert [(f.invariant, f.path) for f in parallel.findings] == [(f.invariant, f.path) for f in sequential.findings]
+
+
+def test_the_parallel_search_finds_the_same_shortest_witness_without_the_tree() -> None:
+    config = _config(Generation.HW_TRUNCATION)
+    sequential, _ = explore(config, depth=6, max_records=1)
+    parallel, partial = explore(config, depth=6, max_records=1, workers=2, tree=False)
+    assert [f.invariant for f in sequential.findings] == ["StrongIsr"]
+    assert [(f.invariant, f.detail, f.path) for f in parallel.findings] == [
+        (f.invariant, f.detail, f.path) for f in sequential.findings
+    ]
+    assert parallel.levels == sequential.levels
+    for finding in parallel.findings:  # the partial tree holds each witness's path
+        end = initial_state(config)
+        for step in finding.path:
+            end = evolve(apply(end, step), fired=())
+        assert path_to(partial, end) == finding.path
+
+
+@pytest.mark.parametrize("generation", list(Generation))
+def test_the_reduced_parallel_search_keeps_the_same_representatives(generation: Generation) -> None:
+    """With three replicas (message orders merged, pointless steps not tried): the same
+    real state for every class; only the sleep sets' transitions are taken too."""
+    config = _config(generation, THREE)
+    sequential, tree = explore(config, depth=3, max_records=1)
+    parallel, same = explore(config, depth=3, max_records=1, workers=2)
+    assert parallel.levels == sequential.levels and same == tree
+    assert parallel.transitions == sequential.transitions + sequential.slept and parallel.slept == 0
+
+
+def test_the_richer_alphabet_and_the_fault_steps_in_parallel() -> None:
+    config = _config(Generation.DIVERGING_EPOCH)
+    extra = Richer(partial_fetches=True, in_flight=True)
+    sequential, tree = explore(config, depth=3, max_records=2, faults=True, extra=extra)
+    parallel, same = explore(config, depth=3, max_records=2, faults=True, extra=extra, workers=2)
+    assert parallel.levels == sequential.levels and same == tree
+
+
+def test_what_follows_the_sequential_order_stays_sequential() -> None:
+    config = _config(Generation.LEADER_EPOCH)
+    capped, tree = explore(config, depth=6, max_records=1, max_states=500, workers=2)
+    assert not capped.complete and capped.states == len(tree) == 500
+
+
+def test_a_spent_time_budget_leaves_the_search_incomplete() -> None:
+    result, _ = explore(_config(Generation.LEADER_EPOCH), depth=8, max_records=2, seconds=0.0, workers=2)
+    assert not result.complete and result.depth_completed < 8
+
+
+def test_a_cached_hash_is_the_generated_one_and_stays_in_its_value() -> None:
+    state = initial_state(_config(Generation.LEADER_EPOCH))
+    fields = tuple(getattr(state, f.name) for f in dataclasses.fields(state) if f.compare)
+    assert hash(state) == hash(fields) and state.__dict__[HASH] == hash(state)
+    later = evolve(state, clock_ms=5)
+    assert HASH not in later.__dict__ and hash(later) != hash(state)
+    assert HASH not in apply(state, enabled_steps(state)[0]).__dict__
+    copied = pickle.loads(pickle.dumps(state))
+    assert HASH not in copied.__dict__ and copied == state and hash(copied) == hash(state)
+    shipped = pickle.loads(dumps(state))  # logs and histories as their records and items
+    assert shipped == state and hash(shipped) == hash(state)
