@@ -13,7 +13,7 @@ import pytest
 
 from conformance.search.explore import explore, path_to
 from conformance.search.explore_alphabet import Richer
-from conformance.search.explore_parallel import available, dumps
+from conformance.search.explore_parallel import available, dumps, search
 from reference_impl import Config, Generation, apply, enabled_steps, initial_state
 from reference_impl.values import HASH, evolve
 
@@ -32,7 +32,7 @@ def _config(generation: Generation, replicas: tuple[str, ...] = TWO) -> Config:
 def test_the_parallel_search_builds_the_sequential_tree(generation: Generation, workers: int) -> None:
     config = _config(generation)
     sequential, tree = explore(config, depth=4, max_records=2)
-    parallel, same = explore(config, depth=4, max_records=2, workers=workers)
+    parallel, same = search(config, depth=4, max_records=2, workers=workers)
     assert parallel.complete and parallel.levels == sequential.levels and parallel.states == sequential.states
     assert parallel.transitions == sequential.transitions and parallel.rules == sequential.rules
     assert same == tree  # every state, with the same parent and step: the same first paths
@@ -42,7 +42,7 @@ def test_the_parallel_search_builds_the_sequential_tree(generation: Generation, 
 def test_the_parallel_search_finds_the_same_shortest_witness_without_the_tree() -> None:
     config = _config(Generation.HW_TRUNCATION)
     sequential, _ = explore(config, depth=6, max_records=1)
-    parallel, partial = explore(config, depth=6, max_records=1, workers=2, tree=False)
+    parallel, partial = search(config, depth=6, max_records=1, workers=2, tree=False)
     assert [f.invariant for f in sequential.findings] == ["StrongIsr"]
     assert [(f.invariant, f.detail, f.path) for f in parallel.findings] == [
         (f.invariant, f.detail, f.path) for f in sequential.findings
@@ -61,7 +61,7 @@ def test_the_reduced_parallel_search_keeps_the_same_representatives(generation: 
     real state for every class; only the sleep sets' transitions are taken too."""
     config = _config(generation, THREE)
     sequential, tree = explore(config, depth=3, max_records=1)
-    parallel, same = explore(config, depth=3, max_records=1, workers=2)
+    parallel, same = search(config, depth=3, max_records=1, workers=2)
     assert parallel.levels == sequential.levels and same == tree
     assert parallel.transitions == sequential.transitions + sequential.slept and parallel.slept == 0
 
@@ -70,18 +70,18 @@ def test_the_richer_alphabet_and_the_fault_steps_in_parallel() -> None:
     config = _config(Generation.DIVERGING_EPOCH)
     extra = Richer(partial_fetches=True, in_flight=True)
     sequential, tree = explore(config, depth=3, max_records=2, faults=True, extra=extra)
-    parallel, same = explore(config, depth=3, max_records=2, faults=True, extra=extra, workers=2)
+    parallel, same = search(config, depth=3, max_records=2, faults=True, extra=extra, workers=2)
     assert parallel.levels == sequential.levels and same == tree
 
 
 def test_what_follows_the_sequential_order_stays_sequential() -> None:
     config = _config(Generation.LEADER_EPOCH)
-    capped, tree = explore(config, depth=6, max_records=1, max_states=500, workers=2)
+    capped, tree = search(config, depth=6, max_records=1, max_states=500, workers=2)
     assert not capped.complete and capped.states == len(tree) == 500
 
 
 def test_a_spent_time_budget_leaves_the_search_incomplete() -> None:
-    result, _ = explore(_config(Generation.LEADER_EPOCH), depth=8, max_records=2, seconds=0.0, workers=2)
+    result, _ = search(_config(Generation.LEADER_EPOCH), depth=8, max_records=2, seconds=0.0, workers=2)
     assert not result.complete and result.depth_completed < 8
 
 

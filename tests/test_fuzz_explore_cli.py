@@ -135,9 +135,9 @@ def test_ctrl_c_keeps_the_runs_that_finished() -> None:
 def test_explore_ctrl_c_shows_the_generations_that_finished(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    import conformance.search.explore as explore_module
+    import conformance.search.explore_parallel as explore_module
 
-    real = explore_module.explore
+    real = explore_module.search
     calls = {"n": 0}
 
     def interrupted_second(*args: Any, **kwargs: Any) -> Any:
@@ -146,7 +146,7 @@ def test_explore_ctrl_c_shows_the_generations_that_finished(
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(explore_module, "explore", interrupted_second)
+    monkeypatch.setattr(explore_module, "search", interrupted_second)
     code, out, _ = _run(capsys, "explore", "--depth", 2, "--out", tmp_path, "--no-progress")
     assert code == 130
     assert "hw-truncation" in out and "INTERRUPTED (Ctrl-C): 1 generation(s) finished" in out

@@ -198,15 +198,21 @@ def test_kafka_26_and_the_reference_agree_on_every_fixed_candidate(built: Path) 
     """Every candidate reference error Kafka 2.6.3 showed is fixed and its witness bundled: no
     candidate folder is left, and Kafka 2.6 and the reference pass each witness's leader-epoch
     case. If Kafka stops passing one, the classification is stale."""
+    _agree_on_fixed_witnesses(built, "kafka-2.6", FIXED_ON_26, "leader-epoch")
+
+
+def _agree_on_fixed_witnesses(built: Path, impl: str, names: tuple[str, ...], generation: str) -> None:
+    """No candidate folder is left in the line's build folder, and the line and the
+    reference pass each bundled witness's case of ``generation`` at level exact."""
     assert not (built / "candidates").exists() or not list((built / "candidates").glob("*.yaml"))
-    files = [kconform.BUNDLED_FIXTURES / "kafka" / f"{name}.yaml" for name in FIXED_ON_26]
+    files = [kconform.BUNDLED_FIXTURES / "kafka" / f"{name}.yaml" for name in names]
     fixtures, problems = kconform.load_fixtures(files)
     assert not problems
-    fixtures = [f for f in fixtures if f.config.generation.value == "leader-epoch"]
-    assert len(fixtures) == len(FIXED_ON_26)
+    fixtures = [f for f in fixtures if f.config.generation.value == generation]
+    assert len(fixtures) == len(names)
     document = kconform.run_suite(
         [
-            kconform.Implementation("kafka-2.6", kconform.resolve("kafka-2.6")),
+            kconform.Implementation(impl, kconform.resolve(impl)),
             kconform.Implementation("reference", kconform.resolve("reference")),
         ],
         fixtures,
@@ -307,18 +313,4 @@ def test_kafka_010_and_the_reference_agree_on_every_fixed_witness(built_010: Pat
     """Every reference error the 0.10 settled fuzz showed is fixed and its witness bundled: no
     candidate folder is left, and Kafka 0.10 and the reference pass each witness's
     hw-truncation case at level exact. If Kafka stops passing one, the classification is stale."""
-    assert not (built_010 / "candidates").exists() or not list((built_010 / "candidates").glob("*.yaml"))
-    files = [kconform.BUNDLED_FIXTURES / "kafka" / f"{name}.yaml" for name in FIXED_ON_010]
-    fixtures, problems = kconform.load_fixtures(files)
-    assert not problems
-    fixtures = [f for f in fixtures if f.config.generation.value == "hw-truncation"]
-    assert len(fixtures) == len(FIXED_ON_010)
-    document = kconform.run_suite(
-        [
-            kconform.Implementation("kafka-0.10", kconform.resolve("kafka-0.10")),
-            kconform.Implementation("reference", kconform.resolve("reference")),
-        ],
-        fixtures,
-    )
-    statuses = {(r["implementation"], r["fixture"]): r["status"] for r in document["results"]}
-    assert set(statuses.values()) == {"PASS"}, statuses
+    _agree_on_fixed_witnesses(built_010, "kafka-0.10", FIXED_ON_010, "hw-truncation")

@@ -134,7 +134,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
     from reference_impl import Config, ConfigError, config_from_dict
 
     from ..implementations.registry import UnknownImplementation, resolve
-    from ..search.explore import explore, replay, witness_fixture
+    from ..search.explore import replay, witness_fixture
+    from ..search.explore_parallel import search
 
     adapter = None
     if args.impl:
@@ -169,7 +170,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
                 f"explore {generation}: searching to depth {args.depth} (at most {args.seconds:g} s)", file=sys.stderr
             )
         try:
-            result, tree = explore(
+            result, tree = search(
                 config,
                 args.depth,
                 args.records,

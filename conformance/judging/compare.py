@@ -43,15 +43,7 @@ def matches(expected: Any, actual: Any) -> bool:
         for key, value in expected.items():
             if key not in actual:
                 return False
-            got = actual[key]
-            if value == got:
-                vkind = type(value)
-                if vkind is dict:
-                    if _bool_as_number(value, got):
-                        return False
-                elif vkind is bool and type(got) is not bool:
-                    return False
-            elif not matches(value, got):
+            if not _field_matches(value, actual[key]):
                 return False
         return True
     if kind in _PLAIN:
@@ -85,16 +77,20 @@ def matches_since(expected: Any, actual: Any, before: Any, seen: Any) -> bool:
                 if not matches_since(value, got, old, was):
                     return False
                 continue
-        if value == got:
-            vkind = type(value)
-            if vkind is dict:
-                if _bool_as_number(value, got):
-                    return False
-            elif vkind is bool and type(got) is not bool:
-                return False
-        elif not matches(value, got):
+        if not _field_matches(value, got):
             return False
     return True
+
+
+def _field_matches(value: Any, got: Any) -> bool:
+    """One field of ``matches``: equal values settle it in one test (done in C, however
+    deep), unless a ``True``/``False`` was expected where a number came."""
+    if value == got:
+        vkind = type(value)
+        if vkind is dict:
+            return not _bool_as_number(value, got)
+        return not (vkind is bool and type(got) is not bool)
+    return matches(value, got)
 
 
 LARGE = 16

@@ -16,7 +16,7 @@ Given an implementation (``replay``), every path that ends in a leaf of the sear
 replayed on it from a reset, step by step, comparing its observations with the reference's:
 the shortest disagreement becomes a witness fixture.
 
-The search can also run on several forked processes (``workers``, ``explore_parallel``):
+The search can also run on several forked processes (``explore_parallel.search``):
 the same states, levels and witnesses; on two cores it does not pay (docs/explore.md).
 """
 
@@ -223,6 +223,22 @@ def without_gc(function: Callable[P, R]) -> Callable[P, R]:
 
 
 @without_gc
+def transition(state: State, step: Step, firings: dict[tuple[str, ...], int]) -> State:
+    """``apply(state, step)`` for a search: the rules it fired are counted per tuple in
+    ``firings`` and emptied in place, so the new state is its own key (``state_key`` would
+    copy it). ``after`` is the fresh state ``apply`` just built, held by nothing else. A
+    refusal is a spec bug: ``enabled_steps`` said the step was enabled."""
+    try:
+        after = apply(state, step)
+    except StepRejected:
+        raise AssertionError(f"enabled step {step} rejected by the reference") from None
+    fired = after.fired
+    if fired:
+        firings[fired] = firings.get(fired, 0) + 1
+        after.__dict__["fired"] = ()
+    return after
+
+
 def explore(
     config: Config,
     depth: int,
@@ -235,8 +251,6 @@ def explore(
     symmetry: bool = False,
     extra: Callable[[State, list[Step]], list[Step]] | None = None,
     only: frozenset[str] | None = None,
-    workers: int = 1,
-    tree: bool = True,
 ) -> tuple[Exploration, dict[State, tuple[State | None, Step | None]]]:
     """Breadth-first search to ``depth``; returns the statistics and the search tree
     (each state's parent and the step from it), for path reconstruction and replay.
@@ -254,24 +268,12 @@ def explore(
     (``explore_alphabet.Richer``). ``only``: the step kinds kept (a narrower alphabet
     that goes deeper). The tree holds real states, reached by real paths.
 
-    ``workers``: more than one searches on that many forked processes
-    (``explore_parallel``: the same states, levels and witnesses; no sleep sets), unless
-    ``max_states``, ``stop_on_finding`` or ``symmetry`` is asked for (they follow the
-    sequential order) or processes cannot be forked. ``tree``: whether the caller needs the
-    whole search tree; without it a parallel search returns only the root and the
-    findings' paths (sending every state back would cost as much as finding it).
+    ``explore_parallel.search`` runs the same search on several forked processes.
     """
     # pointless steps (self-loops) are not tried unless ``reduce`` is False
     skip = reduce is not False
     if reduce is None:
         reduce = len(config.replicas) >= 3
-    if workers > 1 and max_states is None and not stop_on_finding and not symmetry:
-        from .explore_parallel import available, explore_parallel
-
-        if available():
-            return explore_parallel(
-                config, depth, max_records, seconds, workers, faults, reduce, extra, only, tree, skip
-            )
     started = time.perf_counter()
     result = Exploration(config=config, depth_limit=depth)
     expected = EXPECTED_VIOLATIONS.get(config.generation, frozenset())
@@ -320,17 +322,8 @@ def explore(
                     continue
                 if skip and pointless(state, step):
                     continue
-                try:
-                    after = apply(state, step)
-                except StepRejected:  # enabled_steps said it was enabled: a spec bug
-                    raise AssertionError(f"enabled step {step} rejected by the reference") from None
+                after = transition(state, step, firings)
                 result.transitions += 1
-                fired = after.fired
-                if fired:
-                    firings[fired] = firings.get(fired, 0) + 1
-                    # ``after`` is the fresh state ``apply`` just built, held by nothing else:
-                    # ``fired`` emptied in place, it is its own key (``state_key`` would copy it)
-                    after.__dict__["fired"] = ()
                 key = after
                 k: State | None = None
                 if not merged:

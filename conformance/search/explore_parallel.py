@@ -39,11 +39,11 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from reference_impl import Config, State, Step, StepRejected, apply, check, initial_state
+from reference_impl import Config, State, Step, apply, check, initial_state
 from reference_impl.history import History
 from reference_impl.log import Log, Record
 
-from .explore import EXPECTED_VIOLATIONS, Exploration, Finding, state_key, steps_of
+from .explore import EXPECTED_VIOLATIONS, Exploration, Finding, explore, state_key, steps_of, transition
 from .explore_reduce import canonical, pointless
 
 PathKey = tuple[int, ...]
@@ -179,15 +179,8 @@ def _worker(search: Search, me: int, conn: Connection, root: State) -> None:
             for i, step in enumerate(steps_of(state, max_records, faults, extra, only)):
                 if skip and pointless(state, step):
                     continue
-                try:
-                    after = apply(state, step)
-                except StepRejected:  # enabled_steps said it was enabled: a spec bug
-                    raise AssertionError(f"enabled step {step} rejected by the reference") from None
+                after = transition(state, step, firings)
                 transitions += 1
-                fired = after.fired
-                if fired:  # as ``explore`` does: counted per tuple, emptied in place
-                    firings[fired] = firings.get(fired, 0) + 1
-                    after.__dict__["fired"] = ()
                 key = after
                 k = canonical(key) if reduce else key
                 if k in seen:
@@ -348,4 +341,34 @@ def replay_path(
     return tuple(steps)
 
 
-__all__ = ["PathKey", "Search", "available", "explore_parallel"]
+def search(
+    config: Config,
+    depth: int,
+    max_records: int = 2,
+    seconds: float | None = None,
+    max_states: int | None = None,
+    stop_on_finding: bool = False,
+    faults: bool = False,
+    reduce: bool | None = None,
+    symmetry: bool = False,
+    extra: Callable[[State, list[Step]], list[Step]] | None = None,
+    only: frozenset[str] | None = None,
+    workers: int = 1,
+    tree: bool = True,
+) -> tuple[Any, dict[State, tuple[State | None, Step | None]]]:
+    """``explore.explore`` with ``workers``: more than one searches on that many forked
+    processes (the same states, levels and witnesses; no sleep sets), unless ``max_states``,
+    ``stop_on_finding`` or ``symmetry`` is asked for (they follow the sequential order) or
+    processes cannot be forked; then the sequential search. ``tree``: whether the caller
+    needs the whole search tree; without it a parallel search returns only the root and
+    the findings' paths (sending every state back would cost as much as finding it)."""
+    if workers > 1 and max_states is None and not stop_on_finding and not symmetry and available():
+        skip = reduce is not False  # as ``explore``: pointless steps tried only when reduce is False
+        reduced = len(config.replicas) >= 3 if reduce is None else reduce
+        return explore_parallel(config, depth, max_records, seconds, workers, faults, reduced, extra, only, tree, skip)
+    return explore(
+        config, depth, max_records, seconds, max_states, stop_on_finding, faults, reduce, symmetry, extra, only
+    )
+
+
+__all__ = ["PathKey", "Search", "available", "explore_parallel", "search"]
