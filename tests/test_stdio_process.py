@@ -21,7 +21,13 @@ def test_killing_a_chatty_process_ends_its_stderr_pump_quietly(monkeypatch: pyte
     adapter = StdioAdapter([sys.executable, "-c", CHATTY])
     for _ in range(5):
         adapter._start()
-        time.sleep(0.05)  # the pump is reading
+        # the pump is reading: wait for its first lines (a loaded machine may take a while to
+        # start the process), then kill it mid-stream
+        deadline = time.monotonic() + 30
+        while not adapter._stderr and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert adapter._stderr, "the process wrote nothing to stderr within 30 s"
+        time.sleep(0.02)
         pump = adapter._stderr_pump
         adapter._kill()
         pump.join(timeout=2)
