@@ -83,6 +83,10 @@ def test_the_installed_copy_reads_its_own_data(installed: Path, tmp_path: Path) 
 
 
 def test_the_wheel_fuzzes(installed: Path, tmp_path: Path) -> None:
-    done = _kconform(installed, tmp_path, "fuzz", "--impl", "reference", "--examples", "5", "--steps", "10")
+    # a fixed seed: the same five runs every time (a fresh seed once drew a leaderless run that
+    # exposed a certificate bug, tests/test_safety.py; the sweep of seeds is fuzz's own tests')
+    done = _kconform(
+        installed, tmp_path, "fuzz", "--impl", "reference", "--examples", "5", "--steps", "10", "--seed", "125"
+    )
     assert done.returncode == 0, done.stderr
     assert "agreed with the reference on 5 random runs" in done.stdout

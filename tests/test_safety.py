@@ -405,6 +405,26 @@ def test_the_certificate_names_properties_never_exercised() -> None:
     assert certificate([]) == (False, "safety not established: no run")
 
 
+def test_a_run_without_a_leader_reports_the_field_and_blocks_no_certificate() -> None:
+    """``leader: null`` is a state (no leader), not a missing field: a run without a leader
+    (both brokers crashed, an election with no one eligible) leaves SAFE-CONSUMER-BELOW-HW unchecked, not "not
+    checkable". With the reference having checked it nowhere on the same runs it is idle; a
+    fuzz of the reference once failed its own certificate here."""
+    config = Config(replicas=("A", "B"))
+    state = initial_state(config)
+    for step in (Crash(replica="B"), Crash(replica="A"), Elect()):  # no eligible replica: no leader
+        state = apply(state, step)
+    assert observe(state)["leader"] is None
+    m = SafetyMonitor(config)  # a run that starts here (a drawn start, say): never a leader
+    assert m.observe({"kind": "tick", "ms": 1}, observe(state)) == []
+    coverage = m.coverage()
+    assert coverage["SAFE-CONSUMER-BELOW-HW"].missing == ()
+    assert coverage["SAFE-LEADER-IN-ISR"].missing == ()
+    exercised = {pid: c.checked for pid, c in coverage.items()}
+    _, reason = certificate([coverage], exercised)
+    assert "not checkable" not in reason, reason
+
+
 # --- defects the waivers must not hide ---------------------------------------------------------
 
 
