@@ -425,6 +425,22 @@ def test_a_run_without_a_leader_reports_the_field_and_blocks_no_certificate() ->
     assert "not checkable" not in reason, reason
 
 
+def test_an_implementation_that_never_reports_a_leader_proves_nothing() -> None:
+    """The cheapest wrong broker the null-leader rule could let through: the reference's
+    observations with ``leader: null`` throughout. Nothing it says can be checked against a
+    leader, so no certificate."""
+
+    def leaderless(state: reference_impl.State) -> dict[str, Any]:
+        return {**observe(state), "leader": None}
+
+    coverages, found = _drive(
+        FunctionAdapter(EVERYTHING, _reference_init, _reference_apply, leaderless), bundled_fixtures()
+    )
+    established, reason = certificate(coverages)
+    assert found == [] and not established
+    assert "SAFE-STRONG-ISR never checked" in reason and "SAFE-CONSUMER-BELOW-HW never checked" in reason
+
+
 # --- defects the waivers must not hide ---------------------------------------------------------
 
 
