@@ -68,6 +68,50 @@ class LogRecords(list[str]):
         self.source = source
 
 
+class Amended(dict[str, Any]):
+    """A mapping in an observation made from an earlier observation's mapping (its base) by
+    setting or removing the keys in ``changed``: the produce outcomes of a long run, where
+    one step changes one or two of a thousand entries. Equal to, and encoded as, a plain
+    dict; a judge that matched the base compares only ``changed`` (``changed_keys``,
+    ``compare.matches_since``) instead of every entry. The reference's ``Observer``, a corpus
+    trace's expectations (``corpus.format.apply_changes``) and stdio deltas
+    (``adapters.deltas``) make them.
+
+    An amended base is remembered by its ``token`` (an object of its own), not held: a long
+    run does not keep every earlier version alive through a chain of bases. A plain dict
+    base is held (the chain ends there)."""
+
+    __slots__ = ("_from", "changed", "token")
+    token: object
+    changed: tuple[str, ...] | list[str]
+
+    def __init__(self, base: dict[str, Any], changed: tuple[str, ...] | list[str] = ()) -> None:
+        super().__init__(base)
+        self._from: object = base.token if type(base) is Amended else base
+        self.changed = changed
+        self.token = object()
+
+    def amends(self, old: Any) -> bool:
+        """Whether this mapping was made from ``old`` (by its ``changed`` keys)."""
+        made_from = self._from
+        return made_from is old or (type(old) is Amended and made_from is old.token)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (and copied) as the plain dict it equals: its base is this process's."""
+        return (dict, (dict(self),))
+
+
+def changed_keys(new: Any, old: Any) -> tuple[str, ...] | list[str] | None:
+    """The keys by which mapping ``new`` differs from ``old`` where that is known without
+    reading them: none when they are the same object, ``new.changed`` when ``new`` was
+    amended from ``old``; None (unknown) otherwise."""
+    if new is old:
+        return ()
+    if type(new) is Amended and new.amends(old):
+        return new.changed
+    return None
+
+
 def agreed_prefix(a: list[Any], b: list[Any], start_a: int = 0, start_b: int = 0) -> int:
     """How many leading entries two observed logs (starting at those offsets) are known
     to share without reading them: for two ``LogRecords`` from logs with the same start,
@@ -289,8 +333,9 @@ class Observer:
         changed = produces.changed_since(seen[0]) if seen is not None else None
         if seen is None or changed is None or any(produces.positions(o.id) != 1 for o in changed):
             out = {o.id: o.status for o in produces}
-        else:
-            out = dict(seen[1])
+        else:  # amended: a judge that matched the last one reads only these entries
+            base = seen[1]
+            out = Amended(base, [o.id for o in changed])
             for o in changed:
                 out[o.id] = o.status
         self._produces = (produces, out)

@@ -12,11 +12,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.judging.compare import _all, _first, all_divergences, first_divergence, matches
+from conformance.judging.compare import _all, _first, all_divergences, first_divergence, matches, matches_since
 from conformance.judging.levels import settled_part
 from conformance.judging.settle import Frontier
 from reference_impl import StepRejected, apply, initial_state, observe
 from reference_impl.config import Config, Generation
+from reference_impl.observe import Amended, changed_keys
 from reference_impl.steps import step_from_dict
 
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2, 3), st.sampled_from(["A", "B", "x@0"]))
@@ -106,3 +107,49 @@ def test_a_lazy_frontier_holds_what_an_eager_one_holds() -> None:
             eager.keep(part, observe(state))
             assert eager.states  # brought up to date now, every step
         assert lazy.states == eager.states
+
+
+KEYS = st.sampled_from([f"p{i}" for i in range(24)])
+STATUS = st.sampled_from(["acked", "pending", "not_enough_replicas", True, 1, 0, False])
+EDITS = st.lists(st.tuples(KEYS, st.one_of(st.none(), STATUS)), max_size=4)
+
+
+def _amend(base: dict[str, Any], edits: list[tuple[str, Any]], amended: bool) -> dict[str, Any]:
+    """``base`` with ``edits`` (None removes the key), as an ``Amended`` or a plain copy."""
+    out: dict[str, Any] = Amended(base, [k for k, _ in edits]) if amended else dict(base)
+    for key, value in edits:
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out
+
+
+@given(
+    st.dictionaries(KEYS, STATUS, max_size=24),
+    st.dictionaries(KEYS, STATUS, max_size=4),
+    EDITS,
+    EDITS,
+    st.booleans(),
+    st.booleans(),
+)
+@settings(max_examples=500, deadline=None)
+def test_amended_mappings_compare_on_their_changed_keys_as_whole_ones_do(
+    common: dict[str, Any],
+    extra: dict[str, Any],
+    ours: list[tuple[str, Any]],
+    theirs: list[tuple[str, Any]],
+    amend_ours: bool,
+    amend_theirs: bool,
+) -> None:
+    """After a matching pair (the expectation states part of what the implementation
+    reports), each side amended by a few keys, or copied whole: ``matches_since`` gives
+    ``matches``'s verdict, large mappings (more than ``LARGE`` entries) included."""
+    before = dict(common)
+    seen = {**extra, **common}
+    assert matches({"producer": before}, {"producer": seen})
+    expected = {"producer": _amend(before, ours, amend_ours)}
+    actual = {"producer": _amend(seen, theirs, amend_theirs)}
+    verdict = matches_since(expected, actual, {"producer": before}, {"producer": seen})
+    assert verdict == matches(expected, actual)
+    assert changed_keys(expected["producer"], before) == ([k for k, _ in ours] if amend_ours else None)

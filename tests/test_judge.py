@@ -3,17 +3,20 @@ a Kafka engineer would give; coarsening, conventions and levels do what they say
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from conformance.adapters.base import Description
+from conformance.adapters.base import Description, StepResult
 from conformance.adapters.in_process import ReferenceAdapter
 from conformance.fixtures.loading import load_fixtures
 from conformance.fixtures.paths import FIXTURES_DIR
 from conformance.implementations.registry import resolve
 from conformance.judging.coarsen import plan
+from conformance.judging.collector import NO_FULL
 from conformance.judging.conventions import adjust_expected, normalise
 from conformance.judging.levels import highest_level
 from conformance.judging.runner import FixtureResult, run_fixtures
@@ -205,3 +208,24 @@ def test_an_errored_result_means_no_level_is_met() -> None:
     assert level_met([passed, skipped]) == "exact"
     assert level_met([passed, errored, skipped]) == "not established: 1 of 2 errored"
     assert level_met([skipped]) == "-"
+
+
+def test_a_judged_run_makes_no_full_collection_and_puts_the_collector_back() -> None:
+    """``collector.young_only``: while a run is judged the cyclic collector makes no full
+    collection (the run's growing history is not rescanned at every one); afterwards, and
+    after a run whose implementation raised, the thresholds are what they were."""
+    seen: list[tuple[int, int, int]] = []
+
+    class Recording(ReferenceAdapter):
+        def step(self, step: dict[str, Any]) -> StepResult:
+            seen.append(gc.get_threshold())
+            if len(seen) == 3:
+                raise RuntimeError("the implementation fell over")
+            return super().step(step)
+
+    before = gc.get_threshold()
+    fixture = next(f for f in FIXTURES if len(f.steps) >= 4)
+    _, results = run_fixtures(Recording(), "recording", [fixture])
+    assert results[0].outcome == "errored" and "fell over" in results[0].reason
+    assert len(seen) == 3 and all(t == (before[0], before[1], NO_FULL) for t in seen)
+    assert gc.get_threshold() == before

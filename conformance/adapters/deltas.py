@@ -26,6 +26,8 @@ from operator import ne
 from types import MappingProxyType
 from typing import Any
 
+from reference_impl.observe import Amended
+
 MERGE_DEPTH: dict[str, int] = {"producer": 1, "in_flight": 1, "answers": 2}
 """Top-level fields a delta may change entry by entry (``merge``), and how deep: a produce
 outcome per id, an ``in_flight`` list per kind, an answer per kind and replica."""
@@ -48,6 +50,12 @@ class DeltaError(ValueError):
 # --- the adapter's side ------------------------------------------------------------------
 
 
+def _json_type(value: Any) -> type:
+    """The type that says which JSON type a value is (an ``Amended`` mapping is an object)."""
+    kind = type(value)
+    return dict if kind is Amended else kind
+
+
 def diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
     """The delta that turns ``old`` into ``new`` (``apply_delta(old, diff(old, new)) == new``).
 
@@ -61,15 +69,15 @@ def diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
     merge: dict[str, Any] = {}
     for name, value in new.items():
         before = old.get(name, _ABSENT)
-        if type(before) is not type(value):  # new, or another JSON type
+        if _json_type(before) is not _json_type(value):  # new, or another JSON type
             set_[name] = value
-        elif name == "replicas" and type(value) is dict:
+        elif name == "replicas" and isinstance(value, dict):
             replicas = _diff_replicas(before, value)
             if replicas is None:
                 set_[name] = value
             elif replicas:
                 out["replicas"] = replicas
-        elif name in MERGE_DEPTH and type(value) is dict:
+        elif name in MERGE_DEPTH and isinstance(value, dict):
             entries = _diff_entries(before, value, MERGE_DEPTH[name])
             if entries is None:
                 set_[name] = value
@@ -270,10 +278,11 @@ def _merge(before: Any, entries: Any, depth: int, where: str) -> dict[str, Any]:
         raise DeltaError(f"merge.{where}: the previous observation has no {where} object to merge into; send it in set")
     if not isinstance(entries, dict):
         raise DeltaError(f"merge.{where}: must be an object, got {type(entries).__name__}")
-    out = dict(before)
-    if depth == 1:
+    if depth == 1:  # amended: a judge that matched ``before`` reads only these entries
+        out: dict[str, Any] = Amended(before, list(entries))
         out.update(entries)
     else:
+        out = dict(before)
         for key, value in entries.items():
             out[key] = _merge(before.get(key), value, depth - 1, where + "." + str(key))
     return out

@@ -41,6 +41,12 @@ after it has exited, so a report never misses them."""
 class StdioAdapter(Adapter):
     """An implementation running as a child process (``exec:COMMAND``)."""
 
+    shares_observations = True
+    """kconform builds every observation itself, from the reply's JSON or by applying a delta
+    to the previous one (``deltas.apply_delta``: the parts it does not change are the
+    previous observation's objects, a changed producer map is ``Amended``), and never changes
+    one afterwards: the judge compares and monitors the unchanged parts by identity."""
+
     def __init__(
         self,
         command: str | list[str],

@@ -38,6 +38,7 @@ from typing import Any
 import reference_impl
 from reference_impl import ConfigError, InitialStateError, StepFormatError, config_from_dict, step_from_dict
 from reference_impl.given import normalise
+from reference_impl.observe import Amended
 
 from ..fixtures.loading import Fixture, FixtureStep
 from ..judging.coarsen import remember_start
@@ -106,8 +107,9 @@ def apply_changes(observation: Mapping[str, Any], changes: Sequence[Any], field:
     """A new observation with ``changes`` applied; the input is not modified (copy on
     write along each changed path: a mapping is copied the first time a change goes
     through it, and every part no change touches stays the previous observation's very
-    object, which the judge compares by identity, ``compare.matches_since``). Raises
-    ``ValueError`` naming the bad change."""
+    object, which the judge compares by identity, ``compare.matches_since``; a mapping
+    copied is ``Amended`` from the one before, naming the keys changed in it, so the judge
+    reads only those). Raises ``ValueError`` naming the bad change."""
     root = dict(observation)
     fresh: dict[int, dict[str, Any]] = {id(root): root}
     """The mappings copied here (ours to change), by id; held so no id is reused."""
@@ -125,15 +127,19 @@ def apply_changes(observation: Mapping[str, Any], changes: Sequence[Any], field:
             if depth == last:
                 break
             child = node.get(key)
-            if type(child) is not dict:
+            if type(child) is not dict and type(child) is not Amended:
                 raise ValueError(
                     f"{field}[{i}]: {'.'.join(path[: depth + 1])} is not a mapping in the previous observation"
                 )
             if id(child) not in fresh:
-                child = dict(child)
+                child = Amended(child, [])
                 node[key] = child
                 fresh[id(child)] = child
+            if node is not root:
+                node.changed.append(key)  # type: ignore[attr-defined]  # an Amended copy: its value changed
             node = child
+        if node is not root:
+            node.changed.append(path[-1])  # type: ignore[attr-defined]
         if len(change) == 2:
             node[path[-1]] = change[1]
         elif path[-1] in node:

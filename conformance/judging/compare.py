@@ -7,12 +7,15 @@ failure reads "step 4, replicas.B.hw: expected 1, got 0".
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from reference_impl.observe import Amended, changed_keys
+
 MISSING = object()
 _PLAIN = frozenset({int, str, list, bool, float, type(None)})
+_MAPPINGS = frozenset({dict, Amended})
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,7 @@ def matches(expected: Any, actual: Any) -> bool:
     in C, however deep the value); only a ``True``/``False`` expected where a number came
     (equal in Python, not in JSON) is then looked for."""
     kind = type(expected)
-    if kind is dict and type(actual) is dict:
+    if kind in _MAPPINGS and type(actual) in _MAPPINGS:
         for key, value in expected.items():
             if key not in actual:
                 return False
@@ -61,9 +64,12 @@ def matches_since(expected: Any, actual: Any, before: Any, seen: Any) -> bool:
     expected and actual values are both the very objects compared then matched then and
     still does, so only the fields that changed on either side are compared (a long run's
     logs and producer outcomes, the same objects step after step, are not read again).
-    A small mapping that changed is walked the same way; a large one (the producer
-    outcomes) is compared whole, in C, rather than key by key in Python."""
-    if type(expected) is not dict or type(actual) is not dict or type(before) is not dict or type(seen) is not dict:
+    A mapping amended on both sides from the pair that matched (``Amended``: the producer
+    outcomes of a long run) is compared on the changed keys only; another small mapping
+    that changed is walked the same way; a large one is compared whole, in C, rather than
+    key by key in Python."""
+    kinds = _MAPPINGS
+    if type(expected) not in kinds or type(actual) not in kinds or type(before) not in kinds or type(seen) not in kinds:
         return matches(expected, actual)
     for key, value in expected.items():
         if key not in actual:
@@ -71,9 +77,14 @@ def matches_since(expected: Any, actual: Any, before: Any, seen: Any) -> bool:
         got = actual[key]
         if value is before.get(key, MISSING) and got is seen.get(key, MISSING):
             continue
-        if type(value) is dict and type(got) is dict and len(value) <= LARGE:  # a large one: compared in C
+        if type(value) in kinds and type(got) in kinds:
             old, was = before.get(key), seen.get(key)
-            if type(old) is dict and type(was) is dict:
+            ours, theirs = changed_keys(value, old), changed_keys(got, was)
+            if ours is not None and theirs is not None:  # both amended from what matched: only those keys
+                if not _entries_match(value, got, ours, theirs):
+                    return False
+                continue
+            if len(value) <= LARGE and type(old) in kinds and type(was) in kinds:  # a large one: whole, in C
                 if not matches_since(value, got, old, was):
                     return False
                 continue
@@ -82,12 +93,25 @@ def matches_since(expected: Any, actual: Any, before: Any, seen: Any) -> bool:
     return True
 
 
+def _entries_match(
+    expected: dict[str, Any], actual: dict[str, Any], ours: Sequence[str], theirs: Sequence[str]
+) -> bool:
+    """Two mappings, each amended (``reference_impl.observe.Amended``) by the keys ``ours`` and
+    ``theirs`` from a pair that matched: they match where those keys do (every other entry is
+    the matched pair's own)."""
+    for keys in (ours, theirs):
+        for k in keys:
+            if k in expected and (k not in actual or not _field_matches(expected[k], actual[k])):
+                return False
+    return True
+
+
 def _field_matches(value: Any, got: Any) -> bool:
     """One field of ``matches``: equal values settle it in one test (done in C, however
     deep), unless a ``True``/``False`` was expected where a number came."""
     if value == got:
         vkind = type(value)
-        if vkind is dict:
+        if vkind in _MAPPINGS:
             return not _bool_as_number(value, got)
         return not (vkind is bool and type(got) is not bool)
     return matches(value, got)
@@ -111,7 +135,7 @@ def _bool_as_number(expected: dict[Any, Any], actual: dict[Any, Any]) -> bool:
         if vkind is bool:
             if type(actual[key]) is not bool:
                 return True
-        elif vkind is dict and _bool_as_number(value, actual[key]):
+        elif vkind in _MAPPINGS and _bool_as_number(value, actual[key]):
             return True
     return False
 

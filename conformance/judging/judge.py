@@ -30,6 +30,7 @@ from ..adapters.base import Adapter, Description
 from ..adapters.wire import wire_step
 from ..fixtures.loading import Fixture, FixtureStep
 from .coarsen import Plan, PlanStep
+from .collector import young_only
 from .compare import MISSING, all_divergences, logs_mismatch, matches_since
 from .conventions import ConventionError, Conventions, adjust_expected, normalise
 from .faults import fault
@@ -143,6 +144,7 @@ class Watch:
         return self.monitor.observe(do, observation)
 
 
+@young_only
 def judge(
     adapter: Adapter,
     description: Description,
