@@ -17,13 +17,21 @@ from corpus_helpers import BROKEN, cli, make_corpus, outcomes, per_trace, replay
 from conformance.adapters.in_process import ReferenceAdapter
 from conformance.cli.main import main
 from conformance.corpus.aggregate import document
-from conformance.corpus.format import CorpusLineError, apply_changes, diff_observations, dumps, parse_line
+from conformance.corpus.format import (
+    AMENDED_FROM,
+    CorpusLineError,
+    apply_changes,
+    diff_observations,
+    dumps,
+    parse_line,
+)
 from conformance.corpus.generate import generate_trace, parse_mix, reference_revision
 from conformance.corpus.reading import plan_splits
 from conformance.corpus.replay import ReplayTask, replay_split
 from conformance.fixtures.loading import load_fixture_file, load_fixtures
 from conformance.fixtures.paths import FIXTURES_DIR
 from conformance.judging.runner import run_fixture
+from reference_impl.observe import changed_keys
 
 
 @pytest.fixture(scope="module")
@@ -337,3 +345,20 @@ def test_a_corpus_made_by_another_reference_revision_is_named_in_the_replay(
     doc = json.loads((tmp_path / "r" / "results.json").read_text())
     assert doc["corpus"]["generated_by_other_revisions"] == {str(folder): "0123456789abcdef"}
     assert doc["corpus"]["reference_revision"] == reference_revision()
+
+
+def test_a_large_mapping_changed_by_a_corpus_step_names_its_changed_keys() -> None:
+    """``apply_changes``: a copied mapping of more than ``AMENDED_FROM`` entries (the produce
+    outcomes of a long trace) is ``Amended`` from the previous one with the keys the step
+    set or removed, so the judge reads only those; a small one is a plain copy."""
+    outcomes = {f"p{i}": "acked" for i in range(AMENDED_FROM + 1)}
+    before = {"producer": outcomes, "replicas": {"A": {"leo": 1}}}
+    after = apply_changes(
+        before,
+        [[["producer", "p1"], "pending"], [["producer", "p2"]], [["replicas", "A", "leo"], 2]],
+        "steps[1].changes",
+    )
+    assert changed_keys(after["producer"], outcomes) == ["p1", "p2"]
+    assert after["producer"] == {k: "pending" if k == "p1" else v for k, v in outcomes.items() if k != "p2"}
+    assert type(after["replicas"]) is dict and changed_keys(after["replicas"], before["replicas"]) is None
+    assert before["producer"] is outcomes and outcomes["p1"] == "acked"  # the input is not changed

@@ -103,16 +103,24 @@ def _diff(before: Mapping[str, Any], after: Mapping[str, Any], path: Path, out: 
             out.append([[*path, key]])
 
 
+AMENDED_FROM = 16
+"""A mapping with more entries than this (the produce outcomes of a long trace) is copied as
+an ``Amended`` one; a smaller one is compared whole as cheaply as its changed keys."""
+
+
 def apply_changes(observation: Mapping[str, Any], changes: Sequence[Any], field: str) -> dict[str, Any]:
     """A new observation with ``changes`` applied; the input is not modified (copy on
     write along each changed path: a mapping is copied the first time a change goes
     through it, and every part no change touches stays the previous observation's very
     object, which the judge compares by identity, ``compare.matches_since``; a mapping
-    copied is ``Amended`` from the one before, naming the keys changed in it, so the judge
-    reads only those). Raises ``ValueError`` naming the bad change."""
+    of more than ``AMENDED_FROM`` entries copied is ``Amended`` from the one before, naming
+    the keys changed in it, so the judge reads only those). Raises ``ValueError`` naming
+    the bad change."""
     root = dict(observation)
     fresh: dict[int, dict[str, Any]] = {id(root): root}
     """The mappings copied here (ours to change), by id; held so no id is reused."""
+    amended: dict[int, list[str]] = {}
+    """The changed keys of each ``Amended`` copy, by id."""
     for i, change in enumerate(changes):
         if type(change) is not list or len(change) not in (1, 2):
             raise ValueError(f"{field}[{i}]: a change is [path, value] or [path], got {change!r}")
@@ -132,14 +140,19 @@ def apply_changes(observation: Mapping[str, Any], changes: Sequence[Any], field:
                     f"{field}[{i}]: {'.'.join(path[: depth + 1])} is not a mapping in the previous observation"
                 )
             if id(child) not in fresh:
-                child = Amended(child, [])
+                if len(child) > AMENDED_FROM:
+                    keys: list[str] = []
+                    child = Amended(child, keys)
+                    amended[id(child)] = keys
+                else:
+                    child = dict(child)
                 node[key] = child
                 fresh[id(child)] = child
-            if node is not root:
-                node.changed.append(key)  # type: ignore[attr-defined]  # an Amended copy: its value changed
+            if id(node) in amended:
+                amended[id(node)].append(key)  # its value is a new mapping
             node = child
-        if node is not root:
-            node.changed.append(path[-1])  # type: ignore[attr-defined]
+        if id(node) in amended:
+            amended[id(node)].append(path[-1])
         if len(change) == 2:
             node[path[-1]] = change[1]
         elif path[-1] in node:

@@ -79,8 +79,9 @@ def matches_since(expected: Any, actual: Any, before: Any, seen: Any) -> bool:
             continue
         if type(value) in kinds and type(got) in kinds:
             old, was = before.get(key), seen.get(key)
-            ours, theirs = changed_keys(value, old), changed_keys(got, was)
-            if ours is not None and theirs is not None:  # both amended from what matched: only those keys
+            if (type(value) is Amended or type(got) is Amended) and (
+                (ours := changed_keys(value, old)) is not None and (theirs := changed_keys(got, was)) is not None
+            ):  # both amended from what matched (or one of them the same): only those keys
                 if not _entries_match(value, got, ours, theirs):
                     return False
                 continue
