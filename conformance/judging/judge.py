@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from reference_impl import Config, State, observe
@@ -121,10 +122,14 @@ class Watch:
             return raw  # the reference's conventions: nothing to undo (decided once, not per step)
         return normalise(raw, self.description, self.replicas)
 
-    def accept(self, raw: dict[str, Any] | None, where: str, index: int) -> dict[str, Any]:
+    def accept(self, raw: dict[str, Any] | None, where: str | Callable[[], str], index: int) -> dict[str, Any]:
         """An accepted step's observation, checked and normalised; ``CannotAnswer`` (the run
         is errored) when there is none or it does not fit the schema. ``where`` names the
-        step for the message."""
+        step for the message (or makes that name: only a message needs it)."""
+        if raw is not None and not self.check_shape:  # the reference's own: nothing to check
+            return self.normalise(raw)
+        if not isinstance(where, str):
+            where = where()
         if raw is None:
             raise CannotAnswer(
                 f"{where}: no observation: the step was accepted (no rejection) but the answer carried no "
@@ -215,7 +220,7 @@ def judge(
                     watch.monitor.refused(do)
                 if safety_only:
                     if answer.rejected is None:
-                        observation = watch.accept(answer.observation, _at(fixture, fs), fs.number)
+                        observation = watch.accept(answer.observation, partial(_at, fixture, fs), fs.number)
                         _safety(result, watch, do, observation, where)
                     continue
                 if (answer.rejected is None) != (ps.rejected is None):
@@ -233,7 +238,7 @@ def judge(
                         break
                     result.failures.append({**failure, "level": "exact", "note": _DETACHED})
                     if answer.rejected is None:
-                        observation = watch.accept(answer.observation, _at(fixture, fs), fs.number)
+                        observation = watch.accept(answer.observation, partial(_at, fixture, fs), fs.number)
                         _safety(result, watch, do, observation, where)
                     continue
                 if frontier is not None and not frontier.detached:
@@ -250,7 +255,7 @@ def judge(
                         }
                     )
                 continue
-            observation = watch.accept(answer.observation, _at(fixture, fs), fs.number)
+            observation = watch.accept(answer.observation, partial(_at, fixture, fs), fs.number)
             _safety(result, watch, do, observation, where)
             if frontier is not None:
                 frontier.step(ps.step, _state_of(ps))

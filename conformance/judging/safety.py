@@ -364,7 +364,10 @@ class SafetyMonitor:
         # whose leader is gone from its start still reports the field (seed 125 of
         # `kconform fuzz --examples 5 --steps 10` once read it as missing and withheld the
         # certificate from the reference itself)
-        self._seen.update(k for k, v in obs.items() if v is not None or k in _NULL_IS_A_VALUE)
+        seen = self._seen
+        for k in obs.keys() - seen:  # only fields not reported yet (usually none)
+            if obs[k] is not None or k in _NULL_IS_A_VALUE:
+                seen.add(k)
         reps = obs.get("replicas")
         if self.shared and reps is self._noted.get(""):
             return  # the same mapping of replicas: every field noted already
@@ -376,7 +379,7 @@ class SafetyMonitor:
                     if noted.get(name) is rep:
                         continue  # the same dict: its fields are noted already
                     noted[name] = rep
-                if isinstance(rep, _MAPPING):
+                if isinstance(rep, _MAPPING) and not rep.keys() <= self._seen_replica:
                     self._seen_replica.update(rep)
 
     def _missing(self, prop: Property) -> tuple[str, ...]:
