@@ -20,6 +20,7 @@ from conformance.fixtures.loading import Fixture
 from conformance.fixtures.paths import SCHEMA_DIR
 from conformance.implementations.registry import resolve
 from conformance.judging.safety import (
+    KAFKA_7128,
     KIP_101,
     PROPERTIES,
     Coverage,
@@ -546,3 +547,97 @@ def test_a_record_below_the_leaders_log_start_is_deleted_not_lost() -> None:
     lost = {**rep, "log_start": 1, "log": ["c@0"]}
     found = monitor.observe({"kind": "tick", "ms": 1}, {**first, "replicas": {"A": lost, "B": follower}})
     assert [f.property for f in found if f.property == "SAFE-ACKED"] == ["SAFE-ACKED"]
+
+
+# --- KAFKA-7128 under hw-truncation: a follower joins the ISR at a new leader's stale HW ---
+
+STALE_HW_START: dict[str, Any] = {
+    # A led and committed offset 0 (hw 1) with ISR [A, C, D]; C's follower HW still says 0,
+    # B is out of the ISR with nothing (kconform generate --seed 1, trace s1-79971, cut short)
+    "leader": "A",
+    "leader_epoch": 0,
+    "isr": ["A", "C", "D"],
+    "replicas": {
+        "A": {"log": ["i0@0", "i1@0"], "hw": 1, "checkpoint_hw": 1},
+        "B": {"log": [], "hw": 0},
+        "C": {"log": ["i0@0", "i1@0"], "hw": 0},
+        "D": {"log": ["i0@0", "i1@0"], "hw": 1, "checkpoint_hw": 1},
+    },
+}
+STALE_HW_STEPS: list[Step] = [
+    Elect(leader="C"),  # C leads with its own HW, 0
+    Fetch("B", max_records=1),  # B fetches at 0 = C's HW: it joins the ISR with nothing (ISR-EXPAND-1)
+    Crash("C"),
+    reference_impl.steps.Tick(30001),
+    Elect(leader="D", notify=("D", "B")),  # D leads with HW 1: ISR member B lacks offset 0
+]
+
+
+def _stale_hw_observations(generation: str) -> tuple[Config, list[tuple[dict[str, Any], dict[str, Any] | None]]]:
+    """The reference on the story above: each step as sent and its observation (None: refused)."""
+    config = reference_impl.config_from_dict(
+        {"replicas": ["A", "B", "C", "D"], "generation": generation, "min_insync_replicas": 1}
+    )
+    state = initial_state(config, STALE_HW_START)
+    out: list[tuple[dict[str, Any], dict[str, Any] | None]] = [({}, observe(state))]
+    for step in STALE_HW_STEPS:
+        try:
+            state = apply(state, step)
+        except StepRejected:
+            out.append((wire_step(step, 0), None))
+            continue
+        out.append((wire_step(step, 0), observe(state)))
+    return config, out
+
+
+def _monitored(
+    config: Config, run: list[tuple[dict[str, Any], dict[str, Any] | None]]
+) -> tuple[SafetyMonitor, list[tuple[int, str]]]:
+    monitor = SafetyMonitor(config)
+    monitor.given(run[0][1] or {})
+    found = []
+    for number, (do, obs) in enumerate(run[1:], 1):
+        if obs is None:
+            monitor.refused(do)
+        else:
+            found += [(number, f.property) for f in monitor.observe(do, obs)]
+    return monitor, found
+
+
+def test_under_hw_truncation_a_join_at_a_new_leaders_stale_hw_is_kafka_7128_not_a_finding() -> None:
+    """Kafka 0.10 admits a follower once its LEO reaches the leader's HW, and a new leader's
+    HW can lag what the old one committed: B joins C's ISR lacking offset 0, and under D
+    (HW 1) the ISR member B lacks a committed record. That is KAFKA-7128 (fixed in 2.1 by
+    ISR-EXPAND-2), the reference's hw-truncation behaviour: waived, not a finding (found
+    by replaying a 100,000-trace corpus, where the reference failed its own safety level)."""
+    config, run = _stale_hw_observations("hw-truncation")
+    assert run[2][1] is not None and "B" in run[2][1]["isr"]  # B joined at C's stale HW
+    monitor, found = _monitored(config, run)
+    assert found == []
+    assert [why for f, why in monitor.waived if f.property == "SAFE-STRONG-ISR"] == [KAFKA_7128]
+    assert monitor.stale_joins == [(0, 1)]
+
+
+def test_the_kafka_7128_waiver_covers_only_a_lack_at_a_stale_hw() -> None:
+    """What the waiver must not let through (the cheapest wrong brokers it could admit): a
+    member admitted below the HW its leader reported (ISR-EXPAND-1 broken, in every
+    generation), and a member that joined at a stale HW but then holds other records than
+    the leader there (not a lack: a divergence); and under leader-epoch the reference never
+    admits B on this story, so nothing is waived there."""
+    config, run = _stale_hw_observations("hw-truncation")
+    below = [(do, dict(obs) if obs is not None else None) for do, obs in run]
+    start = below[1][1]
+    assert start is not None
+    start["replicas"] = {**start["replicas"], "C": {**start["replicas"]["C"], "hw": 1}}  # C reports HW 1 before B joins
+    assert "SAFE-STRONG-ISR" in {p for _, p in _monitored(config, below)[1]}
+
+    other = [(do, dict(obs) if obs is not None else None) for do, obs in run]
+    last = other[-1][1]
+    assert last is not None
+    last["replicas"] = {**last["replicas"], "B": {**last["replicas"]["B"], "log": ["zz@9"], "leo": 1}}
+    assert (5, "SAFE-STRONG-ISR") in _monitored(config, other)[1]
+
+    le_config, le_run = _stale_hw_observations("leader-epoch")
+    assert all("B" not in obs["isr"] for _, obs in le_run if obs is not None)
+    monitor, found = _monitored(le_config, le_run)
+    assert found == [] and monitor.stale_joins == []

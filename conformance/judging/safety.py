@@ -213,6 +213,10 @@ POWER_FAILURE = "power failure"
 KIP_101 = "KIP-101"
 """Waiver: hw-truncation, offsets a truncation to the HW cut (TRUNC-HW-1, KIP-101)."""
 
+KAFKA_7128 = "KAFKA-7128"
+"""Waiver: hw-truncation, offsets an ISR member lacked when it joined the ISR at a leader's
+HW below one a leader had reported before (ISR-EXPAND-1 without -2: KAFKA-7128)."""
+
 UNCLEAN = "unclean election"
 """Waiver: hw-truncation, offsets where replicas held other records than an allowed unclean
 election's leader (``unclean.leader.election.enable``)."""
@@ -285,6 +289,11 @@ class SafetyMonitor:
         """The lowest offset a power failure lost records from (None before any)."""
         self.cuts: list[tuple[int, int]] = []
         """hw-truncation: the offset ranges a truncation to the HW cut (KIP-101)."""
+        self.stale_joins: list[tuple[int, int]] = []
+        """hw-truncation: the offset ranges ISR members lacked when they joined the ISR at a
+        stale leader HW (KAFKA-7128: ``_stale_joins``)."""
+        self._top_hw = -1
+        """The highest HW a current leader reported so far (the given start included)."""
         self.unclean: list[tuple[int, int]] = []
         """hw-truncation: the offset ranges where replicas held other records than an
         allowed unclean election's leader (nothing but epochs would remove them)."""
@@ -315,6 +324,7 @@ class SafetyMonitor:
         out += self._elections(step, before, obs)
         self._power_failure(step, before)
         self._kip101_cuts(step, before, obs)
+        self._stale_joins(before, obs)
         out += self._produces(step, before, obs)
         out += self._consumed(step, obs)
         out += self._state(obs)
@@ -333,6 +343,8 @@ class SafetyMonitor:
         self.previous = dict(obs)
         reps = obs.get("replicas")
         leader = _current_leader(obs)
+        if self.truncates_to_hw and leader is not None and _int(leader[1].get("hw")):
+            self._top_hw = leader[1]["hw"]
         if self.config.profile.keeps_epoch_cache or leader is None or not isinstance(reps, _MAPPING):
             return
         end = leader[1].get("leo")
@@ -497,6 +509,33 @@ class SafetyMonitor:
             if restarted or follows:
                 self.cuts.append((l1, l0))
 
+    def _stale_joins(self, before: Mapping[str, Any] | None, obs: Mapping[str, Any]) -> None:
+        """hw-truncation: a follower joins the ISR once its LEO reaches the leader's HW
+        (ISR-EXPAND-1; Kafka 0.10's ``Partition.maybeExpandIsr``), and a newly elected
+        leader's HW can be below what an earlier leader had committed (a follower's HW
+        lags its leader's). A member that joins at such a stale HW lacks the offsets from
+        its log end to the highest HW a leader reported before: its lacking them is waived
+        for SAFE-STRONG-ISR (holding other records there is not), and their loss for
+        SAFE-ACKED (a later election of it loses them: the data loss of KAFKA-7128, fixed in
+        2.1 by ISR-EXPAND-2). A join below the HW its leader reported before the step is not
+        waived: that breaks ISR-EXPAND-1 in every generation."""
+        if not self.truncates_to_hw:
+            return
+        leader = _current_leader(obs)
+        hw = leader[1].get("hw") if leader is not None else None
+        if before is not None and leader is not None and _int(hw):
+            isr, old_isr = obs.get("isr"), before.get("isr")
+            was = _replica(before, leader[0])
+            old_hw = was.get("hw") if was is not None and before.get("leader") == leader[0] else None
+            if isinstance(isr, list) and isinstance(old_isr, list) and _int(old_hw) and old_hw < self._top_hw:
+                for member in isr:
+                    rep = _replica(obs, member) if member not in old_isr else None
+                    end = _end(rep) if rep is not None else None
+                    if end is not None and old_hw <= end < self._top_hw:
+                        self.stale_joins.append((end, self._top_hw))
+        if _int(hw) and hw > self._top_hw:
+            self._top_hw = hw
+
     def _waived(self, offset: int, divergence: bool = False) -> str:
         """Why a difference at ``offset`` is excused ("" if it is not). ``divergence``: an
         ISR member holding *other* records than the leader (SAFE-STRONG-ISR). After a power
@@ -513,6 +552,9 @@ class SafetyMonitor:
         for lo, hi in self.unclean:
             if lo <= offset < hi:
                 return UNCLEAN
+        for lo, hi in self.stale_joins if not divergence else ():  # lacking them, not holding others
+            if lo <= offset < hi:
+                return KAFKA_7128
         return ""
 
     # --- produces and consumes: what is acknowledged, and when ---------------------------
@@ -992,6 +1034,16 @@ def _start(rep: Mapping[str, Any]) -> int:
     """A replica's log start (protocol 3; 0 when not reported): ``log[i]`` is offset start + i."""
     start = rep.get("log_start", 0)
     return start if _int(start) else 0
+
+
+def _end(rep: Mapping[str, Any]) -> int | None:
+    """A replica's log end offset: its ``leo``, else its log start plus its records (None
+    when it reports neither)."""
+    leo = rep.get("leo")
+    if _int(leo):
+        return leo
+    log = rep.get("log")
+    return _start(rep) + len(log) if isinstance(log, list) else None
 
 
 def _replica(obs: Mapping[str, Any] | None, name: Any) -> dict[str, Any] | None:
