@@ -101,6 +101,12 @@ class Amended(dict[str, Any]):
         return (dict, (dict(self),))
 
 
+AMENDED_FROM = 16
+"""A mapping with more entries than this is made ``Amended`` (the produce outcomes of a long
+run); a smaller one is compared whole as cheaply as by its changed keys, and copied more
+cheaply as a plain dict."""
+
+
 def changed_keys(new: Any, old: Any) -> tuple[str, ...] | list[str] | None:
     """The keys by which mapping ``new`` differs from ``old`` where that is known without
     reading them: none when they are the same object, ``new.changed`` when ``new`` was
@@ -333,9 +339,9 @@ class Observer:
         changed = produces.changed_since(seen[0]) if seen is not None else None
         if seen is None or changed is None or any(produces.positions(o.id) != 1 for o in changed):
             out = {o.id: o.status for o in produces}
-        else:  # amended: a judge that matched the last one reads only these entries
+        else:  # a long run's: amended, so a judge that matched the last one reads only these
             base = seen[1]
-            out = Amended(base, [o.id for o in changed])
+            out = Amended(base, [o.id for o in changed]) if len(base) > AMENDED_FROM else dict(base)
             for o in changed:
                 out[o.id] = o.status
         self._produces = (produces, out)

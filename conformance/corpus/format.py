@@ -38,7 +38,7 @@ from typing import Any
 import reference_impl
 from reference_impl import ConfigError, InitialStateError, StepFormatError, config_from_dict, step_from_dict
 from reference_impl.given import normalise
-from reference_impl.observe import Amended
+from reference_impl.observe import AMENDED_FROM, Amended
 
 from ..fixtures.loading import Fixture, FixtureStep
 from ..judging.coarsen import remember_start
@@ -101,11 +101,6 @@ def _diff(before: Mapping[str, Any], after: Mapping[str, Any], path: Path, out: 
     for key in before:
         if key not in after:
             out.append([[*path, key]])
-
-
-AMENDED_FROM = 16
-"""A mapping with more entries than this (the produce outcomes of a long trace) is copied as
-an ``Amended`` one; a smaller one is compared whole as cheaply as its changed keys."""
 
 
 def apply_changes(observation: Mapping[str, Any], changes: Sequence[Any], field: str) -> dict[str, Any]:

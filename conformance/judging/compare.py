@@ -75,11 +75,13 @@ def matches_since(expected: Any, actual: Any, before: Any, seen: Any) -> bool:
         if key not in actual:
             return False
         got = actual[key]
-        if value is before.get(key, MISSING) and got is seen.get(key, MISSING):
+        old = before.get(key, MISSING)
+        was = seen.get(key, MISSING)
+        if value is old and got is was:
             continue
-        if type(value) in kinds and type(got) in kinds:
-            old, was = before.get(key), seen.get(key)
-            if (type(value) is Amended or type(got) is Amended) and (
+        vkind, gkind = type(value), type(got)
+        if (vkind is dict or vkind is Amended) and (gkind is dict or gkind is Amended):
+            if (vkind is Amended or gkind is Amended) and (
                 (ours := changed_keys(value, old)) is not None and (theirs := changed_keys(got, was)) is not None
             ):  # both amended from what matched (or one of them the same): only those keys
                 if not _entries_match(value, got, ours, theirs):

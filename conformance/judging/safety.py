@@ -294,6 +294,9 @@ class SafetyMonitor:
         stale leader HW (KAFKA-7128: ``_stale_joins``)."""
         self._top_hw = -1
         """The highest HW a current leader reported so far (the given start included)."""
+        self._top_seen: Any = None
+        """The replicas mapping ``_stale_joins`` last read (shared observations: the same
+        object again, with the same ISR, changes nothing)."""
         self.unclean: list[tuple[int, int]] = []
         """hw-truncation: the offset ranges where replicas held other records than an
         allowed unclean election's leader (nothing but epochs would remove them)."""
@@ -521,10 +524,14 @@ class SafetyMonitor:
         waived: that breaks ISR-EXPAND-1 in every generation."""
         if not self.truncates_to_hw:
             return
+        isr, old_isr = obs.get("isr"), before.get("isr") if before is not None else None
+        reps = obs.get("replicas")
+        if isr is old_isr and reps is self._top_seen:  # (shared observations) nothing to read
+            return
+        self._top_seen = reps
         leader = _current_leader(obs)
         hw = leader[1].get("hw") if leader is not None else None
-        if before is not None and leader is not None and _int(hw):
-            isr, old_isr = obs.get("isr"), before.get("isr")
+        if before is not None and leader is not None and _int(hw) and isr != old_isr:
             was = _replica(before, leader[0])
             old_hw = was.get("hw") if was is not None and before.get("leader") == leader[0] else None
             if isinstance(isr, list) and isinstance(old_isr, list) and _int(old_hw) and old_hw < self._top_hw:
