@@ -44,7 +44,7 @@ from reference_impl import (
     observe,
 )
 from reference_impl.generation import breaks_invariants
-from reference_impl.steps import Crash, Elect
+from reference_impl.steps import Crash, Elect, EpochQuery, IsrExpiration, Produce
 from reference_impl.values import evolve
 
 from ..adapters.base import Adapter, AdapterError, Description
@@ -155,11 +155,13 @@ def alphabet(state: State, max_records: int, faults: bool = False) -> list[Step]
     """The enabled steps, less ``epoch_query`` (a client's question changes nothing but its
     answer, so it cannot lead to a state the search does not reach otherwise); with
     ``faults``, also ``fault_steps``."""
-    produced = len(state.produces)
-    steps = [
-        s for s in enabled_steps(state) if s.kind != "epoch_query" and (s.kind != "produce" or produced < max_records)
-    ]
+    # left out before their preconditions are asked (``enabled_steps``'s ``leave_out``)
+    steps = enabled_steps(state, _NO_QUERY if len(state.produces) < max_records else _NO_QUERY_NOR_PRODUCE)
     return steps + fault_steps(state, steps) if faults else steps
+
+
+_NO_QUERY = frozenset({EpochQuery})
+_NO_QUERY_NOR_PRODUCE = frozenset({EpochQuery, Produce})
 
 
 def steps_of(
@@ -326,14 +328,16 @@ def explore(
                 if asleep and step in asleep:
                     result.slept += 1
                     continue
-                if skip and pointless(state, step):
+                if skip and type(step) is IsrExpiration and pointless(state, step):  # (the only kind it skips)
                     continue
                 after = transition(state, step, firings)
                 result.transitions += 1
                 key = after
                 k: State | None = None
                 if not merged:
-                    if key in parents:  # (a get and a set cost as much: the hash is cached)
+                    # one lookup for the test and the insertion: the new entry, or a known state's
+                    arrival = (state, step)
+                    if parents.setdefault(key, arrival) is not arrival:
                         continue
                 else:
                     k = keyed(key)
@@ -354,13 +358,15 @@ def explore(
                     known[k] = level
                     if quiet:
                         next_sleeping[k] = quiet
-                parents[key] = (state, step)
+                    parents[key] = (state, step)
                 result.states += 1
                 next_frontier.append((key, k))
                 # checked on ``key``, not ``after`` (no invariant reads ``fired``): the result
                 # is the same, and the memo it leaves on ``key`` makes its children's check
                 # incremental (``invariants.check``)
-                record(key, check(key, state))
+                violations = check(key, state)
+                if violations:
+                    record(key, violations)
                 if (max_states is not None and result.states >= max_states) or (stop_on_finding and result.findings):
                     result.complete = False
                     break
