@@ -45,8 +45,8 @@ class StepRejected(KconformModelError):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self)!r})"
 
-    @property  # type: ignore[override]
-    def args(self) -> tuple[str]:
+    @property
+    def args(self) -> tuple[str]:  # type: ignore[override]
         """``(message,)``, as ``Exception(message)`` would hold."""
         return (str(self),)
 

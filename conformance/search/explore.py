@@ -344,18 +344,20 @@ def explore(
                     # taken from here after ``step``, each of these reaches what taking it first
                     # then ``step`` reached (both orders give one state)
                     quiet = (
-                        frozenset(b for b in done if independent(step, b))
-                        if done and isinstance(step, SLEEPERS)
+                        # (only two steps of one class can be independent: ``independent``)
+                        frozenset(b for b in done if type(b) is kind and independent(step, b))
+                        if done and isinstance(step, SLEEPERS) and (kind := type(step))
                         else nothing
                     )
                     if reduce:
                         done.append(step)
-                    first = known.get(k)
-                    if first is not None:
+                    # one lookup for the test and the insertion (a key's hash is a Python call)
+                    classes = len(known)
+                    first = known.setdefault(k, level)
+                    if len(known) == classes:  # known before this transition
                         if first == level and k in next_sleeping:  # reached again at this depth
                             next_sleeping[k] &= quiet
                         continue
-                    known[k] = level
                     if quiet:
                         next_sleeping[k] = quiet
                     parents[key] = (state, step)
