@@ -2,6 +2,7 @@
 
 ```sh
 .venv/bin/python benchmarks/bench_explore.py --baseline eb53ccd --rounds 3
+.venv/bin/python benchmarks/bench_explore.py --baseline eb53ccd --rounds 3 --gc-off
 .venv/bin/python benchmarks/bench_explore.py --replicas 3 --depth 5 --generation diverging-epoch
 ```
 
@@ -33,10 +34,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = """
-import json, sys, time
+import gc, json, sys, time
 from reference_impl import config_from_dict
 from conformance.search.explore import explore
 generation, replicas, depth = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+if sys.argv[4] == "gc-off":
+    gc.disable()
 config = config_from_dict({
     "replicas": ["A", "B", "C", "D", "E"][:replicas],
     "generation": generation,
@@ -49,11 +52,12 @@ print(json.dumps({"states": result.states, "transitions": result.transitions, "l
 """
 
 
-def measure(tree: Path, generation: str, replicas: int, depth: int) -> dict[str, object]:
-    """One search in a fresh process importing the packages under ``tree``."""
+def measure(tree: Path, generation: str, replicas: int, depth: int, gc_off: bool = False) -> dict[str, object]:
+    """One search in a fresh process importing the packages under ``tree`` (``gc_off``: with
+    the cyclic garbage collector off for the whole process)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, generation, str(replicas), str(depth)],
+        [sys.executable, "-c", CHILD, generation, str(replicas), str(depth), "gc-off" if gc_off else "gc"],
         cwd=tree,
         env=env,
         capture_output=True,
@@ -79,13 +83,21 @@ def checkout(revision: str, into: Path) -> Path:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--baseline", metavar="REV", help="a git revision to compare with (default: none)")
+    parser.add_argument(
+        "--baseline", action="append", metavar="REV", help="a git revision to compare with (repeatable; default: none)"
+    )
     parser.add_argument(
         "--generation", action="append", help="repeatable (default: hw-truncation, leader-epoch, diverging-epoch)"
     )
     parser.add_argument("--replicas", type=int, default=2, help="default: 2")
     parser.add_argument("--depth", type=int, help="default: 6 with two replicas, 5 with more")
     parser.add_argument("--rounds", type=int, default=2, help="alternations of baseline and this tree (default: 2)")
+    parser.add_argument(
+        "--gc-off",
+        action="store_true",
+        help="the collector off in every search's process: the code's cost apart from how it manages the "
+        "collector (explore pauses it itself since 3aabef9; eb53ccd paused it around each transition only)",
+    )
     parser.add_argument("--smoke", action="store_true", help="depth 3, one generation, one round (seconds)")
     args = parser.parse_args()
     generations = args.generation or ["hw-truncation", "leader-epoch", "diverging-epoch"]
@@ -94,14 +106,13 @@ def main() -> int:
     if args.smoke:
         generations, depth, rounds = generations[:1], 3, 1
     with tempfile.TemporaryDirectory() as tmp:
-        trees = [("this tree", ROOT)]
-        if args.baseline:
-            trees.insert(0, (args.baseline, checkout(args.baseline, Path(tmp))))
+        trees = [(revision, checkout(revision, Path(tmp) / str(i))) for i, revision in enumerate(args.baseline or [])]
+        trees.append(("this tree", ROOT))
         for generation in generations:
             seen: dict[str, tuple[object, object]] = {}
             for round_ in range(1, rounds + 1):
                 for name, tree in trees:
-                    figures = measure(tree, generation, args.replicas, depth)
+                    figures = measure(tree, generation, args.replicas, depth, args.gc_off)
                     states, cpu = int(str(figures["states"])), float(str(figures["cpu"]))
                     print(
                         f"{generation} {args.replicas} replicas depth {depth}, round {round_}, {name}: "
