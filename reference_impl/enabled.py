@@ -50,18 +50,25 @@ def candidate_steps(state: State) -> list[Step]:
     return [step for step, _, _ in _candidates_of(state)]
 
 
-def _candidates_of(state: State) -> tuple[tuple[Step, type, tuple[object, ...]], ...]:
+def _candidates_of(
+    state: State, leave_out: frozenset[type] = frozenset()
+) -> tuple[tuple[Step, type, tuple[object, ...]], ...]:
     samples = tuple((name, tuple(spec.samples(state))) for name, spec in _SAMPLERS.items())  # type: ignore[misc]
-    return _candidates(samples, state.config.replicas)
+    return _candidates(samples, state.config.replicas, leave_out)
 
 
 @lru_cache(maxsize=256)
 def _candidates(
-    samples: tuple[tuple[str, tuple[object, ...]], ...], replicas: tuple[str, ...]
+    samples: tuple[tuple[str, tuple[object, ...]], ...],
+    replicas: tuple[str, ...],
+    leave_out: frozenset[type] = frozenset(),
 ) -> tuple[tuple[Step, type, tuple[object, ...]], ...]:
     """The candidates for these field samples, each with its class and the arguments its
     precondition takes (a state's candidates depend on nothing else, so states that agree
-    on them share one tuple, and ``enabled_steps`` unpacks no step on its hot path)."""
+    on them share one tuple, and ``enabled_steps`` unpacks no step on its hot path), less
+    those of the classes in ``leave_out``."""
+    if leave_out:
+        return tuple(c for c in _candidates(samples, replicas) if c[1] not in leave_out)
     values = dict(samples)
     general: list[Step] = []
     by_replica: dict[str, list[Step]] = {name: [] for name in replicas}
@@ -78,14 +85,18 @@ def _candidates(
     )
 
 
-def enabled_steps(state: State) -> list[Step]:
+def enabled_steps(state: State, leave_out: frozenset[type] = frozenset()) -> list[Step]:
     """Every candidate step whose precondition holds in ``state``, in candidate order.
     (Candidates name only the partition's replicas, so STEP-PRE-1 holds for each: the
     kind's own precondition is asked directly, through ``apply.REFUSALS``, which the
-    knockouts patch: it is looked up on every call, never cached.)"""
+    knockouts patch: it is looked up on every call, never cached.)
+
+    ``leave_out``: step classes not wanted at all (``kconform explore`` drops a client's
+    ``epoch_query``, and produces past its record budget): left out before their
+    precondition is asked, which is all they would cost; the rest is the same list."""
     refusals = REFUSALS
     return [
         step
-        for step, cls, arguments in _candidates_of(state)
+        for step, cls, arguments in _candidates_of(state, leave_out)
         if (refusal := refusals.get(cls)) is None or refusal(state, *arguments) is None
     ]

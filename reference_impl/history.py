@@ -22,7 +22,7 @@ CHUNK = 64
 
 
 class History(Generic[T]):
-    __slots__ = ("_chunks", "_index", "_key", "_n", "_tail")
+    __slots__ = ("_chunks", "_hash", "_index", "_key", "_n", "_tail")
 
     def __init__(
         self,
@@ -36,6 +36,7 @@ class History(Generic[T]):
         self._tail = tail
         self._n = len(chunks) * CHUNK + len(tail)
         self._index: dict[Hashable, list[int]] = {} if index is None else index
+        self._hash: int | None = None
 
     def __len__(self) -> int:
         return self._n
@@ -58,14 +59,36 @@ class History(Generic[T]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, History):
-            return self._n == other._n and list(self) == list(other)
+            if self._n != other._n:
+                return False
+            if len(self._chunks) == len(other._chunks):
+                # the same length lays items out alike (full chunks, then the tail): compare
+                # the tuples as they are, each shared chunk at once by identity (a search
+                # compares every state it reaches again with the one it knows)
+                return self._chunks == other._chunks and self._tail == other._tail
+            return list(self) == list(other)
         if isinstance(other, tuple):
             return tuple(self) == other
         return NotImplemented
 
     def __hash__(self) -> int:
-        # O(1), consistent with ``==`` between histories (same length and last item)
-        return hash((self._n, self[-1] if self._n else None))
+        # O(1), consistent with ``==`` between histories (same length and last item);
+        # computed once per history (a state's hash includes two histories that most steps
+        # leave as they are, and ``kconform explore`` hashes every state it reaches)
+        h = self._hash
+        if h is None:
+            n = self._n
+            h = self._hash = hash((n, (self._tail[-1] if self._tail else self._chunks[-1][-1]) if n else None))
+        return h
+
+    def __getstate__(self) -> dict[str, object]:
+        """The slots but the cached hash (a string's hash differs between processes)."""
+        return {name: getattr(self, name) for name in ("_chunks", "_index", "_key", "_n", "_tail")}
+
+    def __setstate__(self, fields: dict[str, object]) -> None:
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+        self._hash = None
 
     def __repr__(self) -> str:
         return f"History({list(self)!r})"
@@ -217,6 +240,7 @@ def _make(
     made._tail = tail
     made._n = n
     made._index = index
+    made._hash = None
     return made
 
 

@@ -207,8 +207,15 @@ class Log(Sequence[Record]):
     def __hash__(self) -> int:
         # O(1) and consistent with ``==`` between logs (equal logs have the same length and
         # last record). A log equals a tuple of its records but hashes apart from it: keep
-        # the two out of one set.
-        return hash((self.end, self[self.end - 1] if self.end else None))
+        # the two out of one set. The last record is read from the buffer directly and
+        # hashed as its two fields (a replica's hash, which ``kconform explore`` computes
+        # for every replica a step changes, hashes its log: no Python-level call here).
+        n = self.end
+        if not n:
+            return hash((0, None))
+        buf = self._buf
+        last = buf[n - 1 - buf.base] if n - 1 >= buf.base else buf.at(n - 1)
+        return hash((n, last.value, last.epoch))
 
     def __repr__(self) -> str:
         return f"Log({list(self)!r})"

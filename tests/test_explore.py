@@ -13,7 +13,7 @@ from conformance.fixtures.loading import load_fixture_file
 from conformance.judging.runner import run_fixtures
 from conformance.search.explore import explore, leaf_paths, replay, witness_fixture
 from conformance.zoo import ZOO
-from reference_impl import Config, Generation, apply, enabled_steps, initial_state
+from reference_impl import Config, Generation, State, Step, apply, enabled_steps, initial_state
 from reference_impl.values import evolve
 
 TWO = ("A", "B")
@@ -101,3 +101,52 @@ def test_replay_through_the_engine_stops_below_a_disagreement() -> None:
     assert found is not None and by_rewinding is not None and rewinding.rewound
     assert (found.field, len(found.path)) == (by_rewinding.field, len(by_rewinding.path))
     assert not result.rewound and 0 < result.paths_replayed < leaves // 4
+
+
+def test_the_collector_is_paused_for_the_whole_search_and_resumed_after() -> None:
+    """The merge 2dcaabb had left it paused around each transition only: it then ran between
+    transitions, rescanning the growing tree (a quarter of the search's CPU)."""
+    import gc
+
+    seen: list[bool] = []
+
+    def watch(state: State, steps: list[Step]) -> list[Step]:
+        seen.append(gc.isenabled())  # asked at every state the search expands
+        return []
+
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        explore(Config(replicas=TWO, generation=Generation.LEADER_EPOCH), depth=3, max_records=1, extra=watch)
+        assert seen and not any(seen)
+        assert gc.isenabled()
+    finally:
+        if not was:
+            gc.disable()
+
+
+def test_enabled_steps_leaves_out_only_the_classes_asked() -> None:
+    """``explore`` asks no precondition of the steps it drops (``leave_out``): the rest of
+    the list is ``enabled_steps``'s own, in its order."""
+    from reference_impl.steps import EpochQuery, Produce
+
+    for generation in Generation:
+        _, tree = explore(Config(replicas=("A", "B", "C"), generation=generation), depth=3, max_records=1)
+        for state in tree:
+            for out in (frozenset({EpochQuery}), frozenset({EpochQuery, Produce})):
+                assert enabled_steps(state, out) == [s for s in enabled_steps(state) if type(s) not in out]
+
+
+def test_a_refusal_reads_as_it_did_though_formatted_only_when_read() -> None:
+    import pickle
+
+    from reference_impl import StepRejected
+
+    refusal = StepRejected("FETCH-PRE-1", "fetch: replica B is offline")
+    assert str(refusal) == "[FETCH-PRE-1] fetch: replica B is offline"
+    assert refusal.args == ("[FETCH-PRE-1] fetch: replica B is offline",)
+    assert repr(refusal) == "StepRejected('[FETCH-PRE-1] fetch: replica B is offline')"
+    again = pickle.loads(pickle.dumps(refusal))
+    assert (again.rule, again.reason, str(again)) == (refusal.rule, refusal.reason, str(refusal))
+    with pytest.raises(StepRejected, match=r"^\[FETCH-PRE-1\] fetch: replica B is offline$"):
+        raise refusal

@@ -43,7 +43,16 @@ from reference_impl import Config, State, Step, apply, check, initial_state
 from reference_impl.history import History
 from reference_impl.log import Log, Record
 
-from .explore import EXPECTED_VIOLATIONS, Exploration, Finding, explore, state_key, steps_of, transition
+from .explore import (
+    EXPECTED_VIOLATIONS,
+    Exploration,
+    Finding,
+    explore,
+    state_key,
+    steps_of,
+    transition,
+    without_gc,
+)
 from .explore_reduce import canonical, pointless
 
 PathKey = tuple[int, ...]
@@ -135,9 +144,11 @@ class LevelReport:
     """The time budget ran out before this worker expanded its whole frontier."""
 
 
+@without_gc
 def _worker(search: Search, me: int, conn: Connection, root: State) -> None:
     """One worker: owns the states whose key hashes to ``me`` modulo the worker count;
-    answers the parent process level by level (``explore_parallel``'s protocol)."""
+    answers the parent process level by level (``explore_parallel``'s protocol). The
+    collector is paused for the worker's whole life, as for the sequential search."""
     n = search.workers
     reduce, skip, owner_of, max_records, faults, extra, only = (
         search.reduce,

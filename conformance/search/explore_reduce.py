@@ -123,7 +123,10 @@ def independent(a: Step, b: Step) -> bool:
     Everything else is dependent: steps that touch the leader (produce, fetch, an
     election) read and write its log, HW and the ISR; a delivery sets ``delivered``,
     which the next step clears. ``tests/test_explore_reduce.py`` checks every pair this
-    calls independent in every state of a search."""
+    calls independent in every state of a search. Only two steps of one class are ever
+    independent (``explore`` looks for sleepers among those only)."""
+    if type(a) is not type(b):
+        return False
     if isinstance(a, Tick) and isinstance(b, Tick):
         return a.ms != b.ms
     if isinstance(a, Crash) and isinstance(b, Crash):
