@@ -143,10 +143,10 @@ def apply_changes(observation: Mapping[str, Any], changes: Sequence[Any], field:
                     child = dict(child)
                 node[key] = child
                 fresh[id(child)] = child
-            if id(node) in amended:
+            if amended and id(node) in amended:
                 amended[id(node)].append(key)  # its value is a new mapping
             node = child
-        if id(node) in amended:
+        if amended and id(node) in amended:
             amended[id(node)].append(path[-1])
         if len(change) == 2:
             node[path[-1]] = change[1]

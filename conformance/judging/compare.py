@@ -69,18 +69,20 @@ def matches_since(expected: Any, actual: Any, before: Any, seen: Any) -> bool:
     that changed is walked the same way; a large one is compared whole, in C, rather than
     key by key in Python."""
     kinds = _MAPPINGS
-    if type(expected) not in kinds or type(actual) not in kinds or type(before) not in kinds or type(seen) not in kinds:
+    if not (type(expected) is dict and type(before) is dict and type(actual) is dict and type(seen) is dict) and (
+        type(expected) not in kinds or type(actual) not in kinds or type(before) not in kinds or type(seen) not in kinds
+    ):  # (plain dicts, the common case, tested by identity first)
         return matches(expected, actual)
     for key, value in expected.items():
         if key not in actual:
             return False
         got = actual[key]
         old = before.get(key, MISSING)
-        was = seen.get(key, MISSING)
-        if value is old and got is was:
+        if value is old and got is seen.get(key, MISSING):
             continue
         vkind, gkind = type(value), type(got)
         if (vkind is dict or vkind is Amended) and (gkind is dict or gkind is Amended):
+            was = seen.get(key, MISSING)
             if (vkind is Amended or gkind is Amended) and (
                 (ours := changed_keys(value, old)) is not None and (theirs := changed_keys(got, was)) is not None
             ):  # both amended from what matched (or one of them the same): only those keys

@@ -294,9 +294,6 @@ class SafetyMonitor:
         stale leader HW (KAFKA-7128: ``_stale_joins``)."""
         self._top_hw = -1
         """The highest HW a current leader reported so far (the given start included)."""
-        self._top_seen: Any = None
-        """The replicas mapping ``_stale_joins`` last read (shared observations: the same
-        object again, with the same ISR, changes nothing)."""
         self.unclean: list[tuple[int, int]] = []
         """hw-truncation: the offset ranges where replicas held other records than an
         allowed unclean election's leader (nothing but epochs would remove them)."""
@@ -525,23 +522,24 @@ class SafetyMonitor:
         if not self.truncates_to_hw:
             return
         isr, old_isr = obs.get("isr"), before.get("isr") if before is not None else None
-        reps = obs.get("replicas")
-        if isr is old_isr and reps is self._top_seen:  # (shared observations) nothing to read
-            return
-        self._top_seen = reps
-        leader = _current_leader(obs)
-        hw = leader[1].get("hw") if leader is not None else None
-        if before is not None and leader is not None and _int(hw) and isr != old_isr:
-            was = _replica(before, leader[0])
-            old_hw = was.get("hw") if was is not None and before.get("leader") == leader[0] else None
-            if isinstance(isr, list) and isinstance(old_isr, list) and _int(old_hw) and old_hw < self._top_hw:
+        if isr is not old_isr and isinstance(isr, list) and isinstance(old_isr, list) and isr != old_isr:
+            leader = _current_leader(obs)
+            was = _replica(before, leader[0]) if leader is not None else None
+            same = leader is not None and before is not None and before.get("leader") == leader[0]
+            old_hw = was.get("hw") if was is not None and same else None
+            if _int(old_hw) and old_hw < self._top_hw:
                 for member in isr:
                     rep = _replica(obs, member) if member not in old_isr else None
                     end = _end(rep) if rep is not None else None
                     if end is not None and old_hw <= end < self._top_hw:
                         self.stale_joins.append((end, self._top_hw))
-        if _int(hw) and hw > self._top_hw:
-            self._top_hw = hw
+        reps, name = obs.get("replicas"), obs.get("leader")
+        rep = reps.get(name) if isinstance(reps, _MAPPING) and name is not None else None
+        hw = rep.get("hw") if isinstance(rep, _MAPPING) else None
+        if _int(hw) and hw > self._top_hw:  # (rarely: then whether it is the current leader's)
+            current = _current_leader(obs)
+            if current is not None and current[1] is rep:
+                self._top_hw = hw
 
     def _waived(self, offset: int, divergence: bool = False) -> str:
         """Why a difference at ``offset`` is excused ("" if it is not). ``divergence``: an
