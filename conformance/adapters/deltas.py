@@ -26,7 +26,7 @@ from operator import ne
 from types import MappingProxyType
 from typing import Any
 
-from reference_impl.observe import Amended
+from reference_impl.observe import AMENDED_FROM, Amended
 
 MERGE_DEPTH: dict[str, int] = {"producer": 1, "in_flight": 1, "answers": 2}
 """Top-level fields a delta may change entry by entry (``merge``), and how deep: a produce
@@ -278,8 +278,8 @@ def _merge(before: Any, entries: Any, depth: int, where: str) -> dict[str, Any]:
         raise DeltaError(f"merge.{where}: the previous observation has no {where} object to merge into; send it in set")
     if not isinstance(entries, dict):
         raise DeltaError(f"merge.{where}: must be an object, got {type(entries).__name__}")
-    if depth == 1:  # amended: a judge that matched ``before`` reads only these entries
-        out: dict[str, Any] = Amended(before, list(entries))
+    if depth == 1:  # a large map amended: a judge that matched ``before`` reads only these entries
+        out: dict[str, Any] = Amended(before, list(entries)) if len(before) > AMENDED_FROM else dict(before)
         out.update(entries)
     else:
         out = dict(before)

@@ -44,7 +44,7 @@ class StdioAdapter(Adapter):
     shares_observations = True
     """kconform builds every observation itself, from the reply's JSON or by applying a delta
     to the previous one (``deltas.apply_delta``: the parts it does not change are the
-    previous observation's objects, a changed producer map is ``Amended``), and never changes
+    previous observation's objects, a large changed producer map is ``Amended``), and never changes
     one afterwards: the judge compares and monitors the unchanged parts by identity."""
 
     def __init__(

@@ -69,9 +69,7 @@ def matches_since(expected: Any, actual: Any, before: Any, seen: Any) -> bool:
     that changed is walked the same way; a large one is compared whole, in C, rather than
     key by key in Python."""
     kinds = _MAPPINGS
-    if not (type(expected) is dict and type(before) is dict and type(actual) is dict and type(seen) is dict) and (
-        type(expected) not in kinds or type(actual) not in kinds or type(before) not in kinds or type(seen) not in kinds
-    ):  # (plain dicts, the common case, tested by identity first)
+    if type(expected) not in kinds or type(actual) not in kinds or type(before) not in kinds or type(seen) not in kinds:
         return matches(expected, actual)
     for key, value in expected.items():
         if key not in actual:
