@@ -9,6 +9,10 @@ kind the reference has. It speaks protocol 4 too: when kconform offers the
 ``observation_deltas`` option in ``hello``, it opts in and answers each step after the
 first of a run with only what changed (``conformance.adapters.deltas.diff``; an adapter in another
 language writes its own diff, or leaves the option out and sends whole observations).
+
+It observes with the reference's ``Observer``, which shares the parts of an observation that
+did not change with the one before (the same objects); ``diff`` skips those without reading
+them, so a step's reply costs what the step changed, not the size of the logs.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from reference_impl import (
     observe,
     step_from_dict,
 )
+from reference_impl.observe import Observer
 
 ENCODE = json.JSONEncoder(separators=(",", ":")).encode  # one encoder, not one per reply
 
@@ -40,6 +45,7 @@ class Handler:
         self.state: reference_impl.State | None = None
         self.deltas = False  # kconform offered observation_deltas (protocol 4) and we opted in
         self.previous: dict[str, Any] | None = None  # the run's last observation sent
+        self.observer = Observer()  # shares unchanged parts between a run's observations
 
     def cmd_hello(self, request: dict[str, Any]) -> dict[str, Any]:
         asked = request.get("protocol")
@@ -66,6 +72,7 @@ class Handler:
         # the state to start from, every default spelled out.
         self.state = initial_state(config_from_dict(request["config"]), request.get("initial"))
         self.previous = None  # the first observation of a run is always whole
+        self.observer = Observer()
         return {}
 
     def cmd_step(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -75,7 +82,7 @@ class Handler:
             self.state = reference_impl.apply(self.state, step_from_dict(request["step"]))
         except StepRejected as exc:
             return {"rejected": {"reason": exc.reason, "rule": exc.rule}}
-        observation = observe(self.state)
+        observation = observe(self.state, self.observer)
         previous, self.previous = self.previous, observation
         if self.deltas and previous is not None:
             return {"observation_delta": diff(previous, observation), "fired": list(self.state.fired)}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import io
+import itertools
 import json
 import sys
 from collections import Counter
@@ -28,6 +29,8 @@ from conformance.fixtures.schemas import validator
 from conformance.judging.runner import run_fixtures
 from conformance.search.distribution import DataChooser, configs, draw_steps
 from reference_impl import Generation, StepRejected, apply, initial_state, observe
+from reference_impl.observe import AMENDED_FROM, Amended, Observer
+from reference_impl.steps import Produce
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = [sys.executable, str(ROOT / "examples" / "stdio_reference_adapter.py")]
@@ -42,13 +45,16 @@ def _strict(value: object) -> object:
     return (type(value).__name__, value)
 
 
-def _observations(data: st.DataObject, max_steps: int) -> list[dict[str, Any]]:
-    """The observations of one random reference run (crashes, elections, truncations: fuzz's mix)."""
+def _observations(
+    data: st.DataObject, max_steps: int, observer: Observer | None = None
+) -> list[dict[str, Any]]:
+    """The observations of one random reference run (crashes, elections, truncations: fuzz's
+    mix); with ``observer``, made by it (parts shared with the observation before)."""
     generation = data.draw(st.sampled_from(list(Generation)), label="generation")
     config = data.draw(configs(generation), label="config")
     chooser = DataChooser(data.draw)
     state = initial_state(config)
-    seen = [observe(state)]
+    seen = [observe(state, observer)]
     for _ in range(data.draw(st.integers(1, max_steps), label="length")):
         batch = draw_steps(chooser, state)
         if not batch:
@@ -58,7 +64,7 @@ def _observations(data: st.DataObject, max_steps: int) -> list[dict[str, Any]]:
                 state = apply(state, step)
             except StepRejected:
                 continue
-            seen.append(observe(state))
+            seen.append(observe(state, observer))
     return seen
 
 
@@ -84,6 +90,36 @@ def test_consecutive_deltas_replayed_rebuild_every_observation(data: st.DataObje
     for new in seen[1:]:
         current = apply_delta(current, diff(current, new))
         assert _strict(current) == _strict(new)
+
+
+@given(data=st.data())
+def test_shared_observations_give_the_deltas_fresh_ones_do(data: st.DataObject) -> None:
+    """The example adapter diffs the ``Observer``'s observations, whose unchanged parts are
+    the previous observation's objects (and a long run's producer map ``Amended``): ``diff``
+    skips those by identity and reads only the changed keys, and must still send exactly
+    the delta a diff of fresh copies sends."""
+    seen = _observations(data, max_steps=60, observer=Observer())
+    for old, new in itertools.pairwise(seen):
+        fresh_old, fresh_new = json.loads(json.dumps(old)), json.loads(json.dumps(new))
+        assert _strict(diff(old, new)) == _strict(diff(fresh_old, fresh_new))
+
+
+def test_a_long_runs_producer_map_goes_as_its_changed_entries() -> None:
+    """Past ``AMENDED_FROM`` produces the ``Observer``'s producer map is ``Amended``; its delta
+    is still the changed entries only, as for a fresh map."""
+    state = initial_state(bundled_fixtures()[0].config)
+    observer = Observer()
+    last = observe(state, observer)
+    amended = 0
+    for i in range(AMENDED_FROM + 9):
+        state = apply(state, Produce(values=(f"v{i}",), acks="1", id=f"p{i}"))
+        now = observe(state, observer)
+        amended += type(now["producer"]) is Amended
+        delta = diff(last, now)
+        assert delta["merge"]["producer"] == {f"p{i}": now["producer"][f"p{i}"]}
+        assert _strict(delta) == _strict(diff(json.loads(json.dumps(last)), json.loads(json.dumps(now))))
+        last = now
+    assert amended >= 8
 
 
 def test_a_log_change_is_a_truncation_and_an_append() -> None:

@@ -26,7 +26,7 @@ from operator import ne
 from types import MappingProxyType
 from typing import Any
 
-from reference_impl.observe import AMENDED_FROM, Amended
+from reference_impl.observe import AMENDED_FROM, Amended, LogRecords, changed_keys
 
 MERGE_DEPTH: dict[str, int] = {"producer": 1, "in_flight": 1, "answers": 2}
 """Top-level fields a delta may change entry by entry (``merge``), and how deep: a produce
@@ -51,9 +51,10 @@ class DeltaError(ValueError):
 
 
 def _json_type(value: Any) -> type:
-    """The type that says which JSON type a value is (an ``Amended`` mapping is an object)."""
+    """The type that says which JSON type a value is (an ``Amended`` mapping is an object,
+    a ``LogRecords`` log a list)."""
     kind = type(value)
-    return dict if kind is Amended else kind
+    return dict if kind is Amended else list if kind is LogRecords else kind
 
 
 def diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
@@ -63,12 +64,19 @@ def diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
     as a truncation and an append) and the ``MERGE_DEPTH`` fields (changed entries only,
     whole when an entry disappeared). An empty dict means nothing changed. Values are
     compared with their JSON types (``1`` and ``true`` differ) down to a replica's fields; merged
-    entries (produce outcomes, ``in_flight`` lists, answers) by value."""
+    entries (produce outcomes, ``in_flight`` lists, answers) by value.
+
+    Parts ``new`` shares with ``old`` (the same object, as the reference's ``Observer``
+    makes them) are unchanged without being read, and a map ``Amended`` from the one
+    before is read only at its changed keys, so a diff of two such observations costs
+    what changed; fresh observations (the SDK's) are compared value by value."""
     out: dict[str, Any] = {}
     set_: dict[str, Any] = {}
     merge: dict[str, Any] = {}
     for name, value in new.items():
         before = old.get(name, _ABSENT)
+        if before is value:
+            continue
         if _json_type(before) is not _json_type(value):  # new, or another JSON type
             set_[name] = value
         elif name == "replicas" and isinstance(value, dict):
@@ -96,7 +104,14 @@ def diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
 
 def _diff_entries(before: Any, after: Any, depth: int) -> dict[str, Any] | None:
     """The changed entries of a map (recursing ``depth`` levels), or None when it must go whole."""
-    if not isinstance(before, dict) or not isinstance(after, dict) or not before.keys() <= after.keys():
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return None
+    known = changed_keys(after, before)
+    if known is not None:  # amended from ``before``: only these keys can differ
+        if any(key not in after for key in known):
+            return None  # an entry disappeared: the field goes whole
+        return {key: after[key] for key in known if before.get(key, _ABSENT) != after[key]}
+    if not before.keys() <= after.keys():
         return None
     if depth == 1:
         # A run's produce ids only grow, so this map gets long: find the changed entries with
@@ -130,7 +145,7 @@ def _diff_replicas(before: dict[str, Any], after: dict[str, Any]) -> dict[str, A
     out: dict[str, Any] = {}
     for name, rep in after.items():
         old = before[name]
-        if old == rep:
+        if old is rep or old == rep:
             continue
         if not isinstance(old, dict) or not isinstance(rep, dict):
             return None
@@ -143,7 +158,7 @@ def _diff_replica(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     set_: dict[str, Any] = {}
     for name, value in new.items():
         before = old.get(name, _ABSENT)
-        if type(before) is type(value) and before == value:
+        if before is value or (type(before) is type(value) and before == value):
             continue
         if (
             name == "log"
