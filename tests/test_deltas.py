@@ -45,9 +45,7 @@ def _strict(value: object) -> object:
     return (type(value).__name__, value)
 
 
-def _observations(
-    data: st.DataObject, max_steps: int, observer: Observer | None = None
-) -> list[dict[str, Any]]:
+def _observations(data: st.DataObject, max_steps: int, observer: Observer | None = None) -> list[dict[str, Any]]:
     """The observations of one random reference run (crashes, elections, truncations: fuzz's
     mix); with ``observer``, made by it (parts shared with the observation before)."""
     generation = data.draw(st.sampled_from(list(Generation)), label="generation")
