@@ -14,22 +14,29 @@ from hypothesis import strategies as st
 from conformance.fixtures.loading import load_fixtures
 from conformance.fixtures.paths import FIXTURES_DIR
 from conformance.fixtures.schemas import first_error, validator
-from conformance.judging.observation_check import SchemaNotCompilable, check_observation, compile_definition
+from conformance.judging.observation_check import (
+    SchemaNotCompilable,
+    check_observation,
+    check_shared_observation,
+    compile_definition,
+)
 from conformance.search.distribution import RandomChooser, draw_config, draw_steps
 from reference_impl import Generation, StepRejected, apply, initial_state, observe
+from reference_impl.observe import Observer
 
 
 def schema_verdict(obs: Any) -> bool:
     return first_error(obs, "definitions", "observation") is None
 
 
-def reference_observations(seed: int, steps: int = 25) -> list[dict[str, Any]]:
-    """The observations of one seeded random run (config and steps as kconform fuzz draws)."""
+def reference_observations(seed: int, steps: int = 25, observer: Observer | None = None) -> list[dict[str, Any]]:
+    """The observations of one seeded random run (config and steps as kconform fuzz draws);
+    with ``observer``, made by it (parts shared with the observation before)."""
     rng = random.Random(seed)
     chooser = RandomChooser(rng)
     generation = list(Generation)[seed % len(Generation)]
     state = initial_state(draw_config(chooser, generation))
-    out = [observe(state)]
+    out = [observe(state, observer)]
     for _ in range(steps):
         batch = draw_steps(chooser, state, refused=False)
         if not batch:
@@ -39,7 +46,7 @@ def reference_observations(seed: int, steps: int = 25) -> list[dict[str, Any]]:
                 state = apply(state, step)
             except StepRejected:
                 continue
-            out.append(observe(state))
+            out.append(observe(state, observer))
     return out
 
 
@@ -134,6 +141,55 @@ def test_the_compiled_check_agrees_with_jsonschema_on_mutated_observations(obs: 
     assert (problem is None) == schema_verdict(obs), (problem, first_error(obs, "definitions", "observation"))
     if problem is not None:
         assert ": " in problem
+
+
+def _changed_at(obs: dict[str, Any], path: tuple[Any, ...]) -> Any:
+    """A copy of ``obs`` whose containers along ``path`` are new (the rest shared, as a
+    delta leaves them), and the copy's container at ``path[:-1]``."""
+    new = dict(obs)
+    node: Any = new
+    for part in path[:-1]:
+        child = node[part]
+        node[part] = child = dict(child) if isinstance(child, dict) else list(child)
+        node = child
+    return new, node
+
+
+@settings(max_examples=200)
+@given(seed=st.integers(0, 60), data=st.data())
+def test_a_shared_check_gives_the_verdict_of_a_whole_one(seed: int, data: st.DataObject) -> None:
+    """``check_shared_observation`` passes a part it passed before without walking it: on a
+    run's observations made by one ``Observer`` (unchanged parts shared), and on one of
+    them changed as a delta changes it (new containers along the changed path, the rest the
+    same objects), its verdict and message are ``check_observation``'s."""
+    runs = reference_observations(seed, steps=15, observer=Observer())
+    for obs in runs:
+        assert check_shared_observation(obs) is None
+    base = runs[data.draw(st.integers(0, len(runs) - 1), label="observation")]
+    paths = [p for p in _paths(base) if p]
+    path = paths[data.draw(st.integers(0, len(paths) - 1), label="path")]
+    new, parent = _changed_at(base, path)
+    action = data.draw(st.sampled_from(["replace", "remove", "add"]), label="action")
+    if action == "replace":
+        parent[path[-1]] = data.draw(JUNK, label="junk")
+    elif action == "remove":
+        del parent[path[-1]]
+    elif isinstance(parent, dict):
+        parent[data.draw(st.sampled_from(["extra", "hw", "status", "Z"]), label="key")] = data.draw(JUNK)
+    else:
+        parent.append(data.draw(JUNK, label="item"))
+    assert check_shared_observation(new) == check_observation(new)
+
+
+def test_a_shared_check_does_not_walk_a_part_it_passed_again() -> None:
+    """What makes it cheap, and why it is only for observations nobody changes once made:
+    a log that passed, changed in place afterwards, passes again unread."""
+    obs = reference_observations(3, steps=15, observer=Observer())[-1]
+    replica = next(iter(obs["replicas"]))
+    assert check_shared_observation(obs) is None
+    obs["replicas"][replica]["log"].append(17)  # breaks the promise: a shared part changed
+    assert check_observation(obs) is not None
+    assert check_shared_observation(obs) is None
 
 
 @settings(max_examples=100)

@@ -36,7 +36,7 @@ from .compare import MISSING, all_divergences, logs_mismatch, matches_since
 from .conventions import ConventionError, Conventions, adjust_expected, normalise
 from .faults import fault
 from .levels import settled_part
-from .observation_check import check_observation
+from .observation_check import check_observation, check_shared_observation
 from .progress import FairSuffix
 from .safety import Coverage, Finding, SafetyMonitor
 from .settle import INTERNAL_BOUND, Frontier
@@ -102,6 +102,9 @@ class Watch:
             config, description.field_set, description.replica_field_set, frozenset(description.steps), shared
         )
         self.check_shape = check_shape
+        self._check = check_shared_observation if shared else check_observation
+        """An observation's parts that did not change are the previous ones' objects, never
+        changed (``shared``): the shape check walks only what changed."""
         try:
             self.plain = Conventions.of(description) == Conventions()
             """The implementation keeps the reference's conventions (``conventions.normalise``
@@ -115,7 +118,7 @@ class Watch:
         no jsonschema on the hot path)."""
         if not self.check_shape:
             return None
-        return check_observation(raw)
+        return self._check(raw)
 
     def normalise(self, raw: dict[str, Any]) -> dict[str, Any]:
         if self.plain:

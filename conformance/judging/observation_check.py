@@ -84,12 +84,40 @@ def _equal(a: Any, b: Any) -> bool:
     return bool(a == b) and (json_type(a) == json_type(b) or {json_type(a), json_type(b)} <= {"number"})
 
 
-class _Compiler:
-    """Compiles one schema node at a time, resolving ``#/$defs/...`` in ``root``."""
+MEMO_SIZE = 256
+"""Objects and arrays a shared check remembers per schema node before it forgets them all
+(a step's observation has a few per node: one per replica, one log each)."""
 
-    def __init__(self, root: Mapping[str, Any]) -> None:
+
+def _remembering(check: Check) -> Check:
+    """``check`` that passes at once an object it passed before (the same object, held here
+    so its identity cannot be reused): for observations that are never changed once made
+    (``check_shared_observation``), an unchanged part of a step's observation is the
+    previous step's object and need not be walked again."""
+    passed: dict[int, Any] = {}
+
+    def remembered(value: Any) -> Problem | None:
+        if passed.get(id(value)) is value:
+            return None
+        problem = check(value)
+        if problem is None and isinstance(value, dict | list):
+            if len(passed) >= MEMO_SIZE:
+                passed.clear()
+            passed[id(value)] = value
+        return problem
+
+    return remembered
+
+
+class _Compiler:
+    """Compiles one schema node at a time, resolving ``#/$defs/...`` in ``root``. With
+    ``remember``, object and array checks pass an object they passed before at once
+    (``_remembering``): only for values nobody changes after they are checked."""
+
+    def __init__(self, root: Mapping[str, Any], remember: bool = False) -> None:
         self.root = root
         self.refs: dict[str, Check] = {}
+        self.remember = remember
 
     def ref(self, target: str) -> Check:
         if not target.startswith("#/"):
@@ -203,7 +231,7 @@ class _Compiler:
                         return problem
                 return None
 
-            return plain
+            return _remembering(plain) if self.remember else plain
 
         def check(value: Any) -> Problem | None:
             if not isinstance(value, dict):
@@ -239,7 +267,7 @@ class _Compiler:
                         return problem
             return None
 
-        return check
+        return _remembering(check) if self.remember else check
 
     def required_check(self, required: Sequence[str]) -> Check:
         def check(value: Any) -> Problem | None:
@@ -275,7 +303,7 @@ class _Compiler:
                         return problem
             return None
 
-        return check
+        return _remembering(check) if self.remember else check
 
     def number_check(self, node: Mapping[str, Any]) -> Check:
         low, high = node.get("minimum"), node.get("maximum")
@@ -314,9 +342,10 @@ class _Compiler:
         return check
 
 
-def compile_definition(root: Mapping[str, Any], definition: str) -> Callable[[Any], str | None]:
-    """The check of ``root``'s ``$defs/definition``: the first problem as ``path: message``."""
-    check = _Compiler(root).ref(f"#/$defs/{definition}")
+def compile_definition(root: Mapping[str, Any], definition: str, remember: bool = False) -> Callable[[Any], str | None]:
+    """The check of ``root``'s ``$defs/definition``: the first problem as ``path: message``
+    (``remember``: see ``_Compiler``)."""
+    check = _Compiler(root, remember).ref(f"#/$defs/{definition}")
 
     def first_problem(value: Any) -> str | None:
         problem = check(value)
@@ -329,8 +358,8 @@ def compile_definition(root: Mapping[str, Any], definition: str) -> Callable[[An
 
 
 @functools.cache
-def _observation_check() -> Callable[[Any], str | None]:
-    return compile_definition(schema("definitions"), "observation")
+def _observation_check(remember: bool = False) -> Callable[[Any], str | None]:
+    return compile_definition(schema("definitions"), "observation", remember)
 
 
 def check_observation(observation: Any) -> str | None:
@@ -339,3 +368,12 @@ def check_observation(observation: Any) -> str | None:
     None when it fits. Agrees with ``schemas.first_error(observation, "definitions",
     "observation") is None`` (tests/test_observation_check.py)."""
     return _observation_check()(observation)
+
+
+def check_shared_observation(observation: Any) -> str | None:
+    """``check_observation`` for observations whose parts are never changed once made (an
+    adapter's ``shares_observations`` promise; every stdio observation, which kconform
+    builds from the reply): an object or array that passed before is passed at once, so a
+    step's check walks only what the step changed. The same verdict and message as
+    ``check_observation`` for such observations (tests/test_observation_check.py)."""
+    return _observation_check(True)(observation)
