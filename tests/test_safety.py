@@ -618,6 +618,49 @@ def test_under_hw_truncation_a_join_at_a_new_leaders_stale_hw_is_kafka_7128_not_
     assert monitor.stale_joins == [(0, 1)]
 
 
+STALE_HW_LEADERLESS_START: dict[str, Any] = {
+    # no leader now; A's HW says offset 0 was committed under an earlier one (kconform
+    # generate --seed 1 --traces 1000000, trace s1-554743, cut short)
+    "leader": None,
+    "leader_epoch": 3,
+    "isr": ["A", "C"],
+    "replicas": {
+        "A": {"log": ["i0@1", "i1@2"], "hw": 1, "checkpoint_hw": 1},
+        "B": {"log": [], "hw": 0},
+        "C": {"log": ["i0@1", "i1@2"], "hw": 0},
+        "D": {"log": [], "hw": 0},
+    },
+}
+
+
+def test_a_given_start_without_a_leader_still_says_what_was_committed() -> None:
+    """The HW a replica holds in a given start came from a leader that reported it: with no
+    leader there, A's HW 1 still says offset 0 was committed. C leads with its stale HW 0,
+    B joins its ISR with nothing, and once A leads B lacks offset 0: KAFKA-7128 as above,
+    waived (the 1,000,000-trace replay failed the reference on this until the monitor read
+    the start's HWs, not only its leader's)."""
+    config = reference_impl.config_from_dict(
+        {"replicas": ["A", "B", "C", "D"], "generation": "hw-truncation", "min_insync_replicas": 1}
+    )
+    state = initial_state(config, STALE_HW_LEADERLESS_START)
+    run: list[tuple[dict[str, Any], dict[str, Any] | None]] = [({}, observe(state))]
+    for step in [Elect(leader="C"), Fetch("B", max_records=1), Crash("C"), reference_impl.steps.Tick(30001)]:
+        state = apply(state, step)
+        run.append((wire_step(step, 0), observe(state)))
+    state = apply(state, Elect(leader="A", notify=("A", "B")))
+    run.append((wire_step(Elect(leader="A", notify=("A", "B")), 0), observe(state)))
+    assert "B" in state.controller.isr and state.replica("A").hw == 1 and state.replica("B").leo == 0
+    monitor, found = _monitored(config, run)
+    assert found == []
+    assert [why for f, why in monitor.waived if f.property == "SAFE-STRONG-ISR"] == [KAFKA_7128]
+    assert monitor.stale_joins == [(0, 1)]
+    wrong = [(do, dict(obs) if obs is not None else None) for do, obs in run]
+    last = wrong[-1][1]
+    assert last is not None  # B holding another record there is still a finding
+    last["replicas"] = {**last["replicas"], "B": {**last["replicas"]["B"], "log": ["zz@9"], "leo": 1}}
+    assert (5, "SAFE-STRONG-ISR") in _monitored(config, wrong)[1]
+
+
 def test_the_kafka_7128_waiver_covers_only_a_lack_at_a_stale_hw() -> None:
     """What the waiver must not let through (the cheapest wrong brokers it could admit): a
     member admitted below the HW its leader reported (ISR-EXPAND-1 broken, in every

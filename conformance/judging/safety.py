@@ -293,7 +293,8 @@ class SafetyMonitor:
         """hw-truncation: the offset ranges ISR members lacked when they joined the ISR at a
         stale leader HW (KAFKA-7128: ``_stale_joins``)."""
         self._top_hw = -1
-        """The highest HW a current leader reported so far (the given start included)."""
+        """The highest HW a current leader reported so far (in a given start: the highest
+        HW any replica holds there, ``given``)."""
         self.unclean: list[tuple[int, int]] = []
         """hw-truncation: the offset ranges where replicas held other records than an
         allowed unclean election's leader (nothing but epochs would remove them)."""
@@ -339,12 +340,16 @@ class SafetyMonitor:
         empty partition: its observation is the history's first. Under hw-truncation the
         records a replica holds past the leader's log end there are an unclean history's
         leftovers (only an unclean election or a lost tail puts them there), which nothing
-        but epochs would remove: those offsets are waived as ``UNCLEAN``."""
+        but epochs would remove: those offsets are waived as ``UNCLEAN``. Every replica's
+        HW there came from a leader that reported it (a follower takes its leader's, a
+        restart its checkpoint's), so the highest of them is a HW a leader reported before,
+        with a leader in the start or without (``_stale_joins``)."""
         self.previous = dict(obs)
         reps = obs.get("replicas")
         leader = _current_leader(obs)
-        if self.truncates_to_hw and leader is not None and _int(leader[1].get("hw")):
-            self._top_hw = leader[1]["hw"]
+        if self.truncates_to_hw and isinstance(reps, _MAPPING):
+            hws = [rep.get("hw") for rep in reps.values() if isinstance(rep, _MAPPING)]
+            self._top_hw = max((hw for hw in hws if _int(hw)), default=-1)
         if self.config.profile.keeps_epoch_cache or leader is None or not isinstance(reps, _MAPPING):
             return
         end = leader[1].get("leo")
