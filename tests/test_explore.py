@@ -150,3 +150,16 @@ def test_a_refusal_reads_as_it_did_though_formatted_only_when_read() -> None:
     assert (again.rule, again.reason, str(again)) == (refusal.rule, refusal.reason, str(refusal))
     with pytest.raises(StepRejected, match=r"^\[FETCH-PRE-1\] fetch: replica B is offline$"):
         raise refusal
+
+
+def test_the_search_keeps_one_object_per_equal_part() -> None:
+    """``explore.Shared``: replicas (and the controller's record) that two paths built alike
+    are one object in the tree, so a state reached again compares by identity and the tree
+    holds each part once; the search itself is unchanged (the tests above)."""
+    config = Config(replicas=("A", "B"), generation=Generation.LEADER_EPOCH)
+    _, parents = explore(config, 5, max_records=2)
+    replicas = [r for state in parents for r in state.replicas]
+    controllers = [state.controller for state in parents]
+    assert len(parents) > 1000
+    assert len({id(r) for r in replicas}) == len(set(replicas)) < len(replicas) // 4
+    assert len({id(c) for c in controllers}) == len(set(controllers))

@@ -246,6 +246,46 @@ def transition(state: State, step: Step, firings: dict[tuple[str, ...], int]) ->
     return after
 
 
+SHARED_FIELDS = (
+    "controller",
+    "fetch_responses",
+    "parked_fetches",
+    "epoch_responses",
+    "leader_and_isr",
+    "pending_produces",
+    "produces",
+    "committed",
+    "alter_partitions",
+)
+"""The state fields besides ``replicas`` that ``Shared`` keeps one copy of per value."""
+
+
+class Shared:
+    """One object per value among the parts of a search's states (hash-consing): a replica,
+    the controller's record or a message queue that two paths built alike becomes the same
+    object. Exact (an equal value put in the place of another), and it pays twice: a state
+    reached again is mostly compared by identity, and the tree holds each part once (two
+    replicas, leader-epoch, depth 7: 370,576 states in 475 MB instead of 779, 10-13% less
+    CPU; docs/explore.md)."""
+
+    def __init__(self) -> None:
+        self.replicas: dict[Any, Any] = {}
+        self.fields: dict[str, dict[Any, Any]] = {name: {} for name in SHARED_FIELDS}
+
+    def __call__(self, after: State, before: State) -> None:
+        """Put in ``after`` (fresh from ``apply``, held by nothing else) the known copy of each
+        part it does not share with ``before``."""
+        new, old = after.__dict__, before.__dict__
+        replicas = new["replicas"]
+        if replicas is not old["replicas"]:
+            known = self.replicas
+            new["replicas"] = tuple([known.setdefault(r, r) for r in replicas])
+        for name, known in self.fields.items():
+            value = new[name]
+            if value is not old[name]:
+                new[name] = known.setdefault(value, value)
+
+
 @without_gc
 def explore(
     config: Config,
@@ -309,6 +349,7 @@ def explore(
                 result.findings.append(Finding(v.invariant, v.detail, path, v.invariant in expected))
 
     record(root, check(root))
+    shared = Shared()
     frontier: list[tuple[State, State | None]] = [(root, None)]
     result.states = 1
     nothing: frozenset[Step] = frozenset()
@@ -331,6 +372,7 @@ def explore(
                 if skip and type(step) is IsrExpiration and pointless(state, step):  # (the only kind it skips)
                     continue
                 after = transition(state, step, firings)
+                shared(after, state)
                 result.transitions += 1
                 key = after
                 k: State | None = None
