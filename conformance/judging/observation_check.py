@@ -84,6 +84,21 @@ def _equal(a: Any, b: Any) -> bool:
     return bool(a == b) and (json_type(a) == json_type(b) or {json_type(a), json_type(b)} <= {"number"})
 
 
+_CONTAINER_KEYWORDS = frozenset(
+    {
+        "properties",
+        "additionalProperties",
+        "patternProperties",
+        "propertyNames",
+        "required",
+        "items",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+    }
+)
+"""Keywords of a node that checks an object or an array: what a shared check remembers."""
+
 MEMO_SIZE = 256
 """Objects and arrays a shared check remembers per schema node before it forgets them all
 (a step's observation has a few per node: one per replica, one log each)."""
@@ -95,9 +110,10 @@ def _remembering(check: Check) -> Check:
     (``check_shared_observation``), an unchanged part of a step's observation is the
     previous step's object and need not be walked again."""
     passed: dict[int, Any] = {}
+    absent = object()  # what ``passed`` gives for an object it does not hold (never a value)
 
     def remembered(value: Any) -> Problem | None:
-        if passed.get(id(value)) is value:
+        if passed.get(id(value), absent) is value:
             return None
         problem = check(value)
         if problem is None and isinstance(value, dict | list):
@@ -164,16 +180,20 @@ class _Compiler:
         if any(k in node for k in ("minLength", "maxLength", "pattern")):
             checks.append(self.string_check(node))
         if len(checks) == 1:
-            return checks[0]
+            whole = checks[0]
+        else:
 
-        def all_of(value: Any) -> Problem | None:
-            for check in checks:
-                problem = check(value)
-                if problem is not None:
-                    return problem
-            return None
+            def all_of(value: Any) -> Problem | None:
+                for check in checks:
+                    problem = check(value)
+                    if problem is not None:
+                        return problem
+                return None
 
-        return all_of
+            whole = all_of
+        if self.remember and not _CONTAINER_KEYWORDS.isdisjoint(node):
+            return _remembering(whole)  # a whole object or array node passed at once
+        return whole
 
     def type_check(self, spec: str | Sequence[str]) -> Check:
         names = [spec] if isinstance(spec, str) else list(spec)
@@ -231,7 +251,7 @@ class _Compiler:
                         return problem
                 return None
 
-            return _remembering(plain) if self.remember else plain
+            return plain
 
         def check(value: Any) -> Problem | None:
             if not isinstance(value, dict):
@@ -267,7 +287,7 @@ class _Compiler:
                         return problem
             return None
 
-        return _remembering(check) if self.remember else check
+        return check
 
     def required_check(self, required: Sequence[str]) -> Check:
         def check(value: Any) -> Problem | None:
@@ -303,7 +323,7 @@ class _Compiler:
                         return problem
             return None
 
-        return _remembering(check) if self.remember else check
+        return check
 
     def number_check(self, node: Mapping[str, Any]) -> Check:
         low, high = node.get("minimum"), node.get("maximum")
