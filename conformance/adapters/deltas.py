@@ -26,7 +26,7 @@ from operator import ne
 from types import MappingProxyType
 from typing import Any
 
-from reference_impl.observe import AMENDED_FROM, Amended, LogRecords, changed_keys
+from reference_impl.observe import AMENDED_FROM, Amended, changed_keys
 
 MERGE_DEPTH: dict[str, int] = {"producer": 1, "in_flight": 1, "answers": 2}
 """Top-level fields a delta may change entry by entry (``merge``), and how deep: a produce
@@ -51,10 +51,9 @@ class DeltaError(ValueError):
 
 
 def _json_type(value: Any) -> type:
-    """The type that says which JSON type a value is (an ``Amended`` mapping is an object,
-    a ``LogRecords`` log a list)."""
+    """The type that says which JSON type a value is (an ``Amended`` mapping is an object)."""
     kind = type(value)
-    return dict if kind is Amended else list if kind is LogRecords else kind
+    return dict if kind is Amended else kind
 
 
 def diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
