@@ -1,4 +1,5 @@
-"""How long one step costs: pure reference, in-process adapter, stdio adapter with and without deltas.
+"""How long one step costs: pure reference, in-process adapter, stdio adapter with and without
+deltas, one request at a time or pipelined (steps sent ahead, protocol 4's ``pipelining``).
 
 Replays every bundled fixture's steps, as the runner sends them (``wire.wire_step``: every
 field spelled out), REPEAT times through each path in one run, and reports per step the
@@ -45,6 +46,8 @@ from reference_impl.given import normalise
 ROOT = Path(__file__).resolve().parents[1]
 DELTAS = "deltas" in inspect.signature(StdioAdapter).parameters
 """This checkout's stdio adapter knows observation deltas (protocol 4)."""
+PIPELINING = "pipelining" in inspect.signature(StdioAdapter).parameters
+"""This checkout's stdio adapter can send steps ahead (protocol 4's ``pipelining``)."""
 EXAMPLE = [sys.executable, str(ROOT / "examples" / "stdio_reference_adapter.py")]
 
 
@@ -107,17 +110,23 @@ def pure(runs: list[Run]) -> int:
 
 
 class Through:
-    """Replay through an adapter; ``child_cpu`` reads the CPU time of its process, if any."""
+    """Replay through an adapter; ``child_cpu`` reads the CPU time of its process, if any.
+    ``ahead``: send each run's steps ahead as far as the adapter takes them (``send_ahead``)."""
 
-    def __init__(self, adapter: Adapter) -> None:
+    def __init__(self, adapter: Adapter, ahead: bool = False) -> None:
         self.adapter = adapter
+        self.ahead = ahead
 
     def __call__(self, runs: list[Run]) -> int:
         steps = 0
         for run in runs:
             self.adapter.reset(run.config, run.initial)
-            for _, data in run.steps:
+            sent = 0  # steps before this one were sent (ahead, or by ``step``)
+            for k, (_, data) in enumerate(run.steps):
+                while self.ahead and sent < len(run.steps) and self.adapter.send_ahead(run.steps[sent][1]):
+                    sent += 1
                 self.adapter.step(data)
+                sent = max(sent, k + 1)
                 steps += 1
         return steps
 
@@ -199,13 +208,15 @@ def main() -> None:
     runs = [fixture_run(f) for f in loaded]
     adapters: list[Adapter] = []
 
-    def stdio(deltas: bool) -> StdioAdapter:
-        adapter = StdioAdapter(EXAMPLE, deltas=deltas) if DELTAS else StdioAdapter(EXAMPLE)
+    def stdio(deltas: bool, pipelining: bool = False) -> StdioAdapter:
+        options: dict[str, bool] = {"deltas": deltas} if DELTAS else {}
+        options |= {"pipelining": pipelining} if PIPELINING else {}
+        adapter = StdioAdapter(EXAMPLE, **options)
         adapters.append(adapter)
         return adapter
 
     def paths(*rows: tuple[str, Callable[[list[Run]], int]]) -> list[tuple[str, Callable[[list[Run]], int]]]:
-        return [row for row in rows if DELTAS or "deltas" not in row[0]]
+        return [row for row in rows if (DELTAS or "deltas" not in row[0]) and (PIPELINING or "pipelined" not in row[0])]
 
     try:
         with_deltas = stdio(True)
@@ -218,6 +229,7 @@ def main() -> None:
                 ("in-process adapter (apply + observe)", Through(ReferenceAdapter())),
                 ("stdio adapter, whole observations", Through(stdio(False))),
                 ("stdio adapter, observation deltas", Through(with_deltas)),
+                ("stdio adapter, observation deltas, pipelined", Through(stdio(True, True), ahead=True)),
                 ("reference apply (pure)", pure),
             ),
             runs,
@@ -227,8 +239,10 @@ def main() -> None:
             "Bundled fixtures through the runner (run_fixtures: judge, schema check, safety monitor)",
             paths(
                 ("in-process reference, judged as any implementation", Judged(Untrusted(), loaded)),
-                ("stdio example, whole observations", Judged(stdio(False), loaded)),
-                ("stdio example, observation deltas", Judged(stdio(True), loaded)),
+                ("stdio example, whole observations, one at a time", Judged(stdio(False), loaded)),
+                ("stdio example, observation deltas, one at a time", Judged(stdio(True), loaded)),
+                ("stdio example, whole observations, pipelined", Judged(stdio(False, True), loaded)),
+                ("stdio example, observation deltas, pipelined", Judged(stdio(True, True), loaded)),
             ),
             runs,
             args.repeat,
@@ -240,6 +254,7 @@ def main() -> None:
                 ("in-process adapter (apply + observe)", Through(ReferenceAdapter())),
                 ("stdio adapter, whole observations", Through(stdio(False))),
                 ("stdio adapter, observation deltas", Through(stdio(True))),
+                ("stdio adapter, observation deltas, pipelined", Through(stdio(True, True), ahead=True)),
             ),
             generated,
             args.repeat,
@@ -251,6 +266,7 @@ def main() -> None:
                 ("in-process adapter (apply + observe)", Through(ReferenceAdapter())),
                 ("stdio adapter, whole observations", Through(stdio(False))),
                 ("stdio adapter, observation deltas", Through(stdio(True))),
+                ("stdio adapter, observation deltas, pipelined", Through(stdio(True, True), ahead=True)),
             ),
             long,
             max(1, args.repeat // 4),

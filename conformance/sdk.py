@@ -84,6 +84,11 @@ class Adapter:
     keeps the previous one to diff against). Set False to always send whole observations."""
     _deltas = False
     """kconform offered ``observation_deltas`` and this adapter opted in (set by ``hello``)."""
+    pipelining = True
+    """Protocol 4: let kconform send several requests before it reads the replies, when it
+    offers it (``serve`` reads one request at a time and answers in order, so any adapter
+    can; set False to be asked one request at a time)."""
+    _pipelining = False
     _previous: dict[str, Any] | None = None
     """The run's last observation sent: what the next delta is computed from."""
 
@@ -112,14 +117,16 @@ class Adapter:
 
     # --- what the SDK does with them ---------------------------------------------------
 
-    def implementation(self, deltas: bool = False) -> dict[str, Any]:
-        """The hello reply's ``implementation``; ``deltas``: declare ``observation_deltas``."""
+    def implementation(self, deltas: bool = False, pipelining: bool = False) -> dict[str, Any]:
+        """The hello reply's ``implementation``; ``deltas``: declare ``observation_deltas``;
+        ``pipelining``: declare ``pipelining``."""
         caps: dict[str, Any] = {
             "steps": list(self.steps),
             "fields": list(self.fields),
             "replica_fields": list(self.replica_fields),
             **({"initial_state": True} if self.initial_state else {}),
             **({"observation_deltas": True} if deltas else {}),
+            **({"pipelining": True} if pipelining else {}),
         }
         caps.update(self.describe())
         return {
@@ -160,7 +167,9 @@ class Adapter:
             version = asked if asked in ACCEPTED_PROTOCOLS else PROTOCOL_VERSION
             options = request.get("options") or ()
             self._deltas = self.observation_deltas and version >= 4 and "observation_deltas" in options
-            return {"ok": True, "protocol": version, "implementation": self.implementation(self._deltas)}
+            self._pipelining = self.pipelining and version >= 4 and "pipelining" in options
+            implementation = self.implementation(self._deltas, self._pipelining)
+            return {"ok": True, "protocol": version, "implementation": implementation}
         if cmd == "reset":
             self._reset(request["config"], request.get("initial"))
             return {"ok": True}

@@ -9,6 +9,9 @@ kind the reference has. It speaks protocol 4 too: when kconform offers the
 ``observation_deltas`` option in ``hello``, it opts in and answers each step after the
 first of a run with only what changed (``conformance.adapters.deltas.diff``; an adapter in another
 language writes its own diff, or leaves the option out and sends whole observations).
+It also opts into ``pipelining`` (kconform may send several steps before it reads the
+replies): its loop reads one request line at a time and answers in order, so it needs
+nothing more.
 
 It observes with the reference's ``Observer``, which shares the parts of an observation that
 did not change with the one before (the same objects); ``diff`` skips those without reading
@@ -49,7 +52,11 @@ class Handler:
 
     def cmd_hello(self, request: dict[str, Any]) -> dict[str, Any]:
         asked = request.get("protocol")
-        self.deltas = asked == 4 and "observation_deltas" in (request.get("options") or ())
+        options = request.get("options") or ()
+        self.deltas = asked == 4 and "observation_deltas" in options
+        # pipelining: kconform may send several requests before reading the replies; the
+        # loop in ``serve`` reads one line at a time and answers in order, which is all it takes
+        pipelining = asked == 4 and "pipelining" in options
         return {
             "protocol": 4 if asked == 4 else 3,
             "implementation": {
@@ -63,6 +70,7 @@ class Handler:
                     "replica_fields": list(REPLICA_FIELDS),
                     "initial_state": True,
                     **({"observation_deltas": True} if self.deltas else {}),
+                    **({"pipelining": True} if pipelining else {}),
                 },
             },
         }

@@ -23,9 +23,10 @@ from functools import cached_property
 from typing import Any
 
 PROTOCOL_VERSION = 4
-"""The version kconform speaks. Version 4 adds the ``observation_deltas`` option (offered in
-``hello``'s ``options``; an adapter that declares it answers steps with only what changed,
-``deltas.py``). Version 3 adds starting from a given state (``reset``'s
+"""The version kconform speaks. Version 4 adds protocol options (offered in ``hello``'s
+``options``, taken by declaring them in the capabilities): ``observation_deltas`` (step
+replies with only what changed, ``deltas.py``) and ``pipelining`` (kconform may send
+several requests before it reads their replies, ``stdio.py``). Version 3 adds starting from a given state (``reset``'s
 ``initial``, for an adapter that declares the ``initial_state`` capability) and the
 observation fields ``answers`` and ``log_start``; version 2 added optional finer
 capabilities (``role_fields``, ``step_fields``, ``conventions``). Adapters speaking 1, 2 or 3
@@ -174,6 +175,17 @@ class Adapter(ABC):
     @abstractmethod
     def step(self, step: dict[str, Any]) -> StepResult:
         """Apply one step (plain data, a fixture's ``do``)."""
+
+    def send_ahead(self, step: dict[str, Any]) -> bool:
+        """Send ``step`` before the answers to the steps sent ahead of it are read; its
+        answer is what a later ``step`` call with this very object returns (steps sent
+        ahead are answered, and asked for, in the order sent). False: not taken (this
+        adapter does not pipeline, or enough is in flight); ``step`` then sends it. The
+        judge sends ahead only steps whose content no unread answer can change
+        (``judging/ahead.py``); the answers to steps sent ahead of a run that ended early are
+        read and dropped by the next ``reset``. The stdio adapter pipelines when the
+        program opts into protocol 4's ``pipelining``."""
+        return False
 
     def restart(self) -> None:  # noqa: B027 - optional hook, no-op by default
         """Recover after an ``AdapterError`` so the next fixture can run."""

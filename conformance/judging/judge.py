@@ -10,6 +10,10 @@ each step is sent; the answer's observation is normalised (``conventions``) and
 - at quiescent points, checked against the set of reference states the visible steps can
   reach (``settle``: the ``settled`` level).
 
+An adapter that pipelines is sent steps ahead of the answers it has not given yet, where
+no answer can change them (``ahead.py``): the same steps, judged the same way, without a
+wake-up of each process per step.
+
 The run stops only where states can no longer be compared: the implementation refused a
 step the reference performs, or performed one the reference refuses, or could not answer;
 the record says so. The caller turns the verdicts into the fixture's outcome at the level
@@ -30,6 +34,7 @@ from reference_impl.steps import SPLIT_KINDS
 from ..adapters.base import Adapter, Description
 from ..adapters.wire import wire_step
 from ..fixtures.loading import Fixture, FixtureStep
+from .ahead import Lookahead, pipelines
 from .coarsen import Plan, PlanStep
 from .collector import young_only
 from .compare import MISSING, all_divergences, logs_mismatch, matches_since
@@ -182,6 +187,8 @@ def judge(
     frontier = Frontier(lowered.initial, lacking) if lowered.initial is not None and not safety_only else None
     steps_by_index = {fs.index: fs for fs in fixture.steps}
     produced = 0
+    ahead = Lookahead(adapter, lowered) if pipelines(adapter) else None
+    """Steps sent before the answers to earlier ones are read (``ahead.py``)."""
     observation: dict[str, Any] | None = None
     last_check = max((n for n, ps in enumerate(lowered.steps) if ps.checks), default=-1)
     raw: dict[str, Any] | None = None
@@ -206,7 +213,7 @@ def judge(
             if frontier is not None:
                 frontier.step(ps.step, _state_of(ps), internal=True)
         else:
-            do = wire_step(ps.step, produced)
+            do = ahead.take(n, produced) if ahead is not None else wire_step(ps.step, produced)
             try:
                 answer = adapter.step(do)
             except Exception as exc:
@@ -214,6 +221,8 @@ def judge(
                 raise CannotAnswer(
                     f"step {fs.number} ({fs.step.kind}) at {fixture.path}:{fs.line}: {message}", detail, fs.index
                 ) from None
+            if ahead is not None:
+                ahead.answered(n)
             result.steps_run = fs.number
             raw = answer.observation
             if answer.rejected is None and do["kind"] == "produce":
