@@ -24,6 +24,8 @@ verdict is the same either way.
 
 from __future__ import annotations
 
+from reference_impl.steps import Produce
+
 from ..adapters.base import Adapter
 from ..adapters.wire import WireStep, wire_step
 from .coarsen import Plan
@@ -40,12 +42,15 @@ class Lookahead:
         internal step, never sent)."""
         self.counts: list[int] = []
         """Per plan step, the produces the reference accepts before it."""
+        self.produces: list[bool] = []
+        """Per plan step: a produce sent to the implementation."""
         self.automatic: list[bool] = []
         """Per plan step: a produce whose id depends on the earlier answers."""
         produced = 0
         for ps in lowered.steps:
-            is_produce = ps.step.kind == "produce" and not ps.internal
+            is_produce = type(ps.step) is Produce and not ps.internal
             self.counts.append(produced)
+            self.produces.append(is_produce)
             self.automatic.append(is_produce and getattr(ps.step, "id", None) is None)
             self.planned.append(None if ps.internal else wire_step(ps.step, produced))
             produced += is_produce and ps.rejected is None
@@ -68,10 +73,7 @@ class Lookahead:
 
     def answered(self, n: int) -> None:
         """Plan step ``n`` (a sent step) was answered."""
-        planned = self.planned[n]
-        if planned is None or planned["kind"] != "produce":
-            return
-        if n < self.sent:
+        if self.produces[n] and n < self.sent:
             self.unanswered_produces -= 1
 
     def _fill(self, n: int) -> int:
@@ -85,7 +87,7 @@ class Lookahead:
                     break
                 if not self.adapter.send_ahead(planned):
                     break
-                self.unanswered_produces += planned["kind"] == "produce"
+                self.unanswered_produces += self.produces[j]
             j += 1
         return j
 

@@ -59,9 +59,20 @@ const implementation = {
   },
 };
 
+function withCapability(impl, name) {
+  return { ...impl, capabilities: { ...impl.capabilities, [name]: true } };
+}
+
 function handle(req) {
   switch (req.cmd) {
-    case "hello": return { ok: true, protocol: req.protocol === 1 ? 1 : 2, implementation };
+    case "hello": {
+      // Protocol 4 when asked, taking the pipelining option if offered: the "line" handler
+      // below answers each request in order as it reads it, which is all pipelining asks.
+      if (req.protocol === 4 && (req.options || []).includes("pipelining")) {
+        return { ok: true, protocol: 4, implementation: withCapability(implementation, "pipelining") };
+      }
+      return { ok: true, protocol: req.protocol === 1 ? 1 : 2, implementation };
+    }
     case "reset": reset(req.config); return { ok: true };
     case "step": {
       const refused = step(req.step);

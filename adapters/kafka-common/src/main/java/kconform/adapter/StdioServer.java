@@ -82,7 +82,7 @@ public final class StdioServer {
     private Map<String, Object> handle(String cmd, Map<String, Object> request) throws Exception {
         switch (cmd) {
             case "hello":
-                return hello();
+                return hello(request);
             case "reset":
                 closeCluster();
                 Map<String, Object> config = (Map<String, Object>) request.get("config");
@@ -171,7 +171,15 @@ public final class StdioServer {
         return wait == null ? null : ((Number) wait).longValue();
     }
 
-    private Map<String, Object> hello() {
+    /**
+     * The hello reply. Protocol 3, or 4 with the pipelining option when kconform offers it: the loop in
+     * {@link #serve} reads one request line at a time and answers each in order, which is all pipelining
+     * asks (spec/adapter-protocol.md, "Several requests in flight").
+     */
+    private Map<String, Object> hello(Map<String, Object> request) {
+        Object offered = request.get("options");
+        boolean pipelining = Integer.valueOf(4).equals(request.get("protocol"))
+            && offered instanceof List && ((List<?>) offered).contains("pipelining");
         boolean epochQuery = line.answersEpochQuery();
         List<String> fields = new java.util.ArrayList<>(List.of("clock_ms", "leader", "leader_epoch", "isr",
             "partition_epoch", "replicas", "producer"));
@@ -193,6 +201,9 @@ public final class StdioServer {
         capabilities.put("step_fields", stepFields);
         capabilities.put("initial_state", line.initialState());
         capabilities.put("conventions", Map.of("unknown_remote_leo", "null", "epoch_base", 0));
+        if (pipelining) {
+            capabilities.put("pipelining", true);
+        }
         Map<String, Object> implementation = new LinkedHashMap<>();
         implementation.put("name", "apache-kafka");
         implementation.put("version", line.version());
@@ -200,7 +211,7 @@ public final class StdioServer {
         implementation.put("generations", List.of(line.generation()));
         implementation.put("capabilities", capabilities);
         Map<String, Object> out = new LinkedHashMap<>();
-        out.put("protocol", 3);
+        out.put("protocol", pipelining ? 4 : 3);
         out.put("implementation", implementation);
         return out;
     }
