@@ -59,13 +59,21 @@ class LogRecords(list[str]):
     """A replica's log in an observation: the ``value@epoch`` list, which also carries
     the ``Log`` it was read from (``source``), so a judge can learn where two logs first
     differ without reading them (``agreed_prefix``: the log remembers it per pair of
-    buffers). Equal to, and encoded as, a plain list."""
+    buffers). Equal to, and encoded as, a plain list.
 
-    __slots__ = ("source",)
+    Made by an ``Observer`` from the same replica's log at the previous step, it also says
+    so: its first ``kept`` records are those of ``base`` (that observation's log), so a
+    judge that checked ``base`` checks only the rest (``observation_check``: a growing log
+    costs what was appended). Only one step back: making the next one drops this one's
+    ``base``, so a long run does not keep every version of a log alive."""
 
-    def __init__(self, records: list[str], source: logmod.Log) -> None:
+    __slots__ = ("base", "kept", "source")
+
+    def __init__(self, records: list[str], source: logmod.Log, base: list[str] | None = None, kept: int = 0) -> None:
         super().__init__(records)
         self.source = source
+        self.base = base
+        self.kept = kept
 
 
 class Amended(dict[str, Any]):
@@ -121,10 +129,18 @@ def changed_keys(new: Any, old: Any) -> tuple[str, ...] | list[str] | None:
 def agreed_prefix(a: list[Any], b: list[Any], start_a: int = 0, start_b: int = 0) -> int:
     """How many leading entries two observed logs (starting at those offsets) are known
     to share without reading them: for two ``LogRecords`` from logs with the same start,
-    up to where their logs first differ (``Log.first_difference``); 0 otherwise."""
+    up to where their logs first differ (``Log.first_difference``); for a log made from the
+    other one step on (its ``base``: an ``Observer``'s ``LogRecords`` or a stdio delta's
+    ``Grown`` log), the records it kept; 0 otherwise."""
+    if start_a != start_b:
+        return 0
+    if type(a) is not list and getattr(a, "base", None) is b:
+        return a.kept  # type: ignore[attr-defined, no-any-return]
+    if type(b) is not list and getattr(b, "base", None) is a:
+        return b.kept  # type: ignore[attr-defined, no-any-return]
     la: logmod.Log | None = getattr(a, "source", None)
     lb: logmod.Log | None = getattr(b, "source", None)
-    if la is None or lb is None or start_a != start_b:
+    if la is None or lb is None:
         return 0
     n = min(len(a), len(b))
     return la.first_difference(lb, start_a, start_a + n) - start_a
@@ -151,8 +167,18 @@ def observe_replica(
             rendered_cache = seen["epoch_cache"] + epoch_cache.render(cache[len(old_cache) :])
         elif cache == old_cache[: len(cache)]:  # entries dropped from the end (a truncation)
             rendered_cache = seen["epoch_cache"][: len(cache)]
-    if records is None:
-        records = LogRecords(log.rendered(replica.log_start), log) if shared else log.rendered(replica.log_start)
+    if records is None and shared:
+        records = LogRecords(log.rendered(replica.log_start), log)
+        if before is not None and before[0].log_start == replica.log_start:
+            previous = before[1]["log"]
+            records.base, records.kept = (
+                previous,
+                agreed_prefix(previous, records, replica.log_start, replica.log_start),
+            )
+            if type(previous) is LogRecords:
+                previous.base = None  # one step back only (the class doc)
+    elif records is None:
+        records = log.rendered(replica.log_start)
     out: dict[str, Any] = {
         "online": replica.online,
         "role": _ROLE[replica.role],

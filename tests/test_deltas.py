@@ -23,13 +23,13 @@ from hypothesis import strategies as st
 
 from conformance import sdk
 from conformance.adapters.base import AdapterError
-from conformance.adapters.deltas import DeltaError, apply_delta, diff
+from conformance.adapters.deltas import DeltaError, Grown, apply_delta, diff
 from conformance.adapters.stdio import StdioAdapter
 from conformance.fixtures.schemas import validator
 from conformance.judging.runner import run_fixtures
 from conformance.search.distribution import DataChooser, configs, draw_steps
 from reference_impl import Generation, StepRejected, apply, initial_state, observe
-from reference_impl.observe import AMENDED_FROM, Amended, Observer
+from reference_impl.observe import AMENDED_FROM, Amended, Observer, agreed_prefix
 from reference_impl.steps import Produce
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,11 +37,12 @@ EXAMPLE = [sys.executable, str(ROOT / "examples" / "stdio_reference_adapter.py")
 
 
 def _strict(value: object) -> object:
-    """A value with its exact JSON types, so ``1`` never equals ``True`` nor a tuple a list."""
+    """A value with its exact JSON types, so ``1`` never equals ``True`` nor a tuple a list
+    (a list subclass, a rebuilt log that knows its base, is a list)."""
     if isinstance(value, dict):
         return {k: _strict(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return (type(value).__name__, [_strict(v) for v in value])
+        return ("tuple" if isinstance(value, tuple) else "list", [_strict(v) for v in value])
     return (type(value).__name__, value)
 
 
@@ -308,3 +309,35 @@ def test_a_delta_the_harness_did_not_offer_is_refused(tmp_path: Path) -> None:
     with pytest.raises(AdapterError, match="declares observation_deltas, which kconform did not offer"):
         adapter.describe()
     adapter.close()
+
+
+def test_a_rebuilt_log_knows_what_it_kept_one_step_back_only() -> None:
+    """A log a delta changed is a ``Grown`` log: its first ``kept`` records are the previous
+    log's (``agreed_prefix`` says so without reading either, and the shape check and the
+    safety monitor then read only the rest); making the next one drops the older base, so
+    a long run keeps two versions of a log, not all of them."""
+    first = {"replicas": {"A": {"log_start": 0, "log": ["a@0", "b@0", "c@0"]}}}
+    second = apply_delta(first, {"replicas": {"A": {"log": {"truncate_to": 2, "append": ["x@1"]}}}})
+    log2 = second["replicas"]["A"]["log"]
+    assert type(log2) is Grown and log2 == ["a@0", "b@0", "x@1"]
+    assert log2.base is first["replicas"]["A"]["log"] and log2.kept == 2
+    assert agreed_prefix(log2, first["replicas"]["A"]["log"]) == agreed_prefix(first["replicas"]["A"]["log"], log2) == 2
+    third = apply_delta(second, {"replicas": {"A": {"log": {"append": ["y@1"]}}}})
+    log3 = third["replicas"]["A"]["log"]
+    assert log3.base is log2 and log3.kept == 3 and log2.base is None
+    assert agreed_prefix(log3, first["replicas"]["A"]["log"]) == 0  # two steps back: not known
+    assert apply_delta(third, {"set": {"clock_ms": 5}})["replicas"]["A"]["log"] is log3
+
+
+def test_an_observers_log_knows_what_it_kept() -> None:
+    """The reference's ``Observer`` says the same of the logs it renders: a log that grew
+    by a produce kept every record of the one before."""
+    from reference_impl import config_from_dict, step_from_dict
+
+    observer = Observer()
+    state = initial_state(config_from_dict({"replicas": ["A", "B"], "generation": "leader-epoch"}))
+    state = apply(state, step_from_dict({"kind": "produce", "values": ["m0"]}))
+    before = observe(state, observer)["replicas"]["A"]["log"]
+    state = apply(state, step_from_dict({"kind": "produce", "values": ["m1"]}))
+    after = observe(state, observer)["replicas"]["A"]["log"]
+    assert after.base is before and after.kept == 1 == agreed_prefix(after, before)

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conformance.adapters.deltas import Grown
 from conformance.fixtures.loading import load_fixtures
 from conformance.fixtures.paths import FIXTURES_DIR
 from conformance.fixtures.schemas import first_error, validator
@@ -280,3 +281,38 @@ def test_garbage_at_step_two_is_caught_at_step_two() -> None:
         result = adapter.step(data)
         problems.append(check_observation(result.observation))
     assert problems == [None, 'replicas.B.hw: expected an integer, got string "x"']
+
+
+@settings(max_examples=200)
+@given(seed=st.integers(0, 60), data=st.data())
+def test_a_grown_log_is_checked_from_what_it_kept_with_the_whole_checks_verdict(seed: int, data: st.DataObject) -> None:
+    """A log that says its first ``kept`` records are its ``base``'s (a stdio delta's
+    ``Grown`` log, an ``Observer``'s ``LogRecords``), where the base passed, is checked
+    from ``kept`` on only: any records appended (junk included) after any cut of a log
+    that passed give the whole check's verdict and message."""
+    runs = reference_observations(seed, steps=15, observer=Observer())
+    obs = runs[data.draw(st.integers(0, len(runs) - 1), label="observation")]
+    assert check_shared_observation(obs) is None
+    replica = data.draw(st.sampled_from(sorted(obs["replicas"])), label="replica")
+    base = obs["replicas"][replica]["log"]
+    kept = data.draw(st.integers(0, len(base)), label="kept")
+    tail = data.draw(st.lists(st.one_of(st.sampled_from(["m9@0", "m1@2"]), JUNK), max_size=3), label="appended")
+    new, parent = _changed_at(obs, ("replicas", replica, "log"))
+    parent["log"] = Grown(base[:kept] + tail, base, kept)
+    assert check_shared_observation(new) == check_observation(new)
+
+
+def test_a_grown_log_is_not_read_below_what_it_kept() -> None:
+    """What makes a growing log cheap, and why only kconform makes such logs (from a delta,
+    or the reference's ``Observer``): a record below ``kept`` is taken as its base's."""
+    obs = reference_observations(3, steps=15, observer=Observer())[-1]
+    replica = next(r for r, rep in obs["replicas"].items() if rep["log"])
+    base = obs["replicas"][replica]["log"]
+    assert check_shared_observation(obs) is None
+    new, parent = _changed_at(obs, ("replicas", replica, "log"))
+    parent["log"] = Grown([17, *base[1:], "m9@0"], base, len(base))  # breaks the promise below kept
+    assert check_observation(new) is not None
+    assert check_shared_observation(new) is None
+    new, parent = _changed_at(obs, ("replicas", replica, "log"))
+    parent["log"] = Grown([*base, 17], base, len(base))  # the new tail is read
+    assert check_shared_observation(new) == check_observation(new) is not None

@@ -282,9 +282,25 @@ def _apply_log(rep: dict[str, Any], delta: Mapping[str, Any], where: str) -> lis
     append = delta.get("append", [])
     if not isinstance(append, list):
         raise DeltaError(f"{where}.append: must be a list of records, got {type(append).__name__}")
-    if keep == len(old):
-        return old + append if append else old
-    return old[:keep] + append
+    if keep == len(old) and not append:
+        return old
+    if type(old) is Grown:
+        old.base = None  # one step back only (``Grown``)
+    return Grown(old[:keep] + append if keep < len(old) else old + append, old, keep)
+
+
+class Grown(list[Any]):
+    """A log rebuilt from a delta: its first ``kept`` records are those of ``base``, the
+    previous observation's log, so a judge that checked ``base`` checks only the rest
+    (``observation_check``: a growing log costs what was appended). Only one step back:
+    the next delta's log drops this one's ``base``. Equal to, and encoded as, a plain list."""
+
+    __slots__ = ("base", "kept")
+
+    def __init__(self, records: list[Any], base: list[Any], kept: int) -> None:
+        super().__init__(records)
+        self.base: list[Any] | None = base
+        self.kept = kept
 
 
 def _merge(before: Any, entries: Any, depth: int, where: str) -> dict[str, Any]:

@@ -22,13 +22,20 @@ import functools
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from ..fixtures.schemas import json_type, schema
 
 Problem = tuple[list[str], str]
 """Where (path segments, innermost first) and what."""
 Check = Callable[[Any], Problem | None]
+
+
+class TailCheck(Protocol):
+    """An array check that can start at an index (``_Compiler.tail_check``); from 0, a ``Check``."""
+
+    def __call__(self, value: Any, start: int = 0) -> Problem | None: ...
+
 
 IGNORED = frozenset({"description", "title", "$comment", "examples", "default"})
 """Annotations: no effect on validity."""
@@ -104,18 +111,26 @@ MEMO_SIZE = 256
 (a step's observation has a few per node: one per replica, one log each)."""
 
 
-def _remembering(check: Check) -> Check:
+def _remembering(check: Check, tail: TailCheck | None = None) -> Check:
     """``check`` that passes at once an object it passed before (the same object, held here
     so its identity cannot be reused): for observations that are never changed once made
     (``check_shared_observation``), an unchanged part of a step's observation is the
-    previous step's object and need not be walked again."""
+    previous step's object and need not be walked again.
+
+    ``tail`` (an array node): a list that says its first ``kept`` items are those of a list
+    this check passed (``base``: a log the reference's ``Observer`` or a stdio delta made
+    from the previous observation's log, ``reference_impl.observe.LogRecords``,
+    ``adapters.deltas.Grown``) is checked from ``kept`` on only, so a growing log costs
+    what was appended, not its length."""
     passed: dict[int, Any] = {}
     absent = object()  # what ``passed`` gives for an object it does not hold (never a value)
 
     def remembered(value: Any) -> Problem | None:
         if passed.get(id(value), absent) is value:
             return None
-        problem = check(value)
+        base = getattr(value, "base", None) if tail is not None and type(value) is not list else None
+        grown = base is not None and passed.get(id(base), absent) is base
+        problem = tail(value, value.kept) if grown else check(value)  # type: ignore[misc]
         if problem is None and isinstance(value, dict | list):
             if len(passed) >= MEMO_SIZE:
                 passed.clear()
@@ -123,6 +138,10 @@ def _remembering(check: Check) -> Check:
         return problem
 
     return remembered
+
+
+_TAIL_KEYWORDS = frozenset({"type", "items", "minItems", "maxItems"})
+"""An array node with only these (and annotations) can be checked from an index on."""
 
 
 class _Compiler:
@@ -192,8 +211,22 @@ class _Compiler:
 
             whole = all_of
         if self.remember and not _CONTAINER_KEYWORDS.isdisjoint(node):
-            return _remembering(whole)  # a whole object or array node passed at once
+            return _remembering(whole, self.tail_check(node))  # a whole object or array node passed at once
         return whole
+
+    def tail_check(self, node: Mapping[str, Any]) -> TailCheck | None:
+        """For an array node of ``_TAIL_KEYWORDS`` only: its check of a list whose items
+        before ``start`` are known to pass (``_remembering``); None for any other node."""
+        if "items" not in node or not set(node) - IGNORED <= _TAIL_KEYWORDS:
+            return None
+        typed = self.type_check(node["type"]) if "type" in node else None
+        array = self.array_check(node)
+
+        def tail(value: Any, start: int = 0) -> Problem | None:
+            problem = typed(value) if typed is not None else None
+            return problem if problem is not None else array(value, start)
+
+        return tail
 
     def type_check(self, spec: str | Sequence[str]) -> Check:
         names = [spec] if isinstance(spec, str) else list(spec)
@@ -299,12 +332,14 @@ class _Compiler:
 
         return check
 
-    def array_check(self, node: Mapping[str, Any]) -> Check:
+    def array_check(self, node: Mapping[str, Any]) -> TailCheck:
+        """The check of an array node, which also takes the index its items are checked
+        from (``tail_check``; the count is still the whole list's)."""
         items = self.compile(node["items"]) if "items" in node else None
         low, high = node.get("minItems", 0), node.get("maxItems")
         unique = node.get("uniqueItems", False)
 
-        def check(value: Any) -> Problem | None:
+        def check(value: Any, start: int = 0) -> Problem | None:
             if not isinstance(value, list):
                 return None
             if len(value) < low:
@@ -316,8 +351,8 @@ class _Compiler:
                     if any(_equal(item, other) for other in value[:i]):
                         return [str(i)], f"duplicate item {_shown(item)}"
             if items is not None:
-                for i, item in enumerate(value):
-                    problem = items(item)
+                for i in range(start, len(value)):
+                    problem = items(value[i])
                     if problem is not None:
                         problem[0].append(str(i))
                         return problem
