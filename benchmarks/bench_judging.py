@@ -13,6 +13,8 @@ Figures:
 - ``run``: a long mixed fixture through the fixture runner (``runner.run_fixture`` on the
   in-process reference adapter, as ``kconform run`` does) per step, against pure
   ``apply`` of the same steps; and a 5,000-step fixture against a 500-step one.
+- ``untrusted``: the same two lengths judged as any user's implementation is (shape checks,
+  the reference's coverage), in process and over stdio, CPU of both processes per step.
 - ``checked``: one long mixed trace (``mixed_walk``) applied with ``reference_impl.check``
   after every step: the last 1k-step window against the first.
 - ``big log``: checked mixed steps from a state whose log holds 100k records, against the
@@ -233,6 +235,55 @@ def run_cost(short: int, long: int, repeat: int) -> dict[str, float]:
     return out
 
 
+def untrusted_cost(short: int, long: int, repeat: int) -> dict[str, float]:
+    """``run_fixture`` on an implementation judged as any user's (not ``trusted``: every
+    observation shape-checked, the reference's coverage computed when a property went
+    unchecked): the reference in process and the stdio example adapter, on a produce +
+    fetch walk (logs grow to a fifth of its length) and a mixed walk, short and long. CPU
+    per step of this process and the adapter's (``/proc/PID/schedstat``), best of
+    ``repeat``; the figure that matters is long against short (flat: the same)."""
+    from bench_adapters import EXAMPLE, Untrusted
+    from workloads import COMMON_CONFIG, long_trace
+
+    from conformance.adapters.stdio import StdioAdapter
+    from conformance.judging.runner import reference_trace, run_fixture
+    from reference_impl import config_from_dict, initial_state, step_from_dict
+
+    def child(adapter: Any) -> float:
+        proc = getattr(adapter, "_proc", None)
+        if proc is None:
+            return 0.0
+        return int(Path(f"/proc/{proc.pid}/schedstat").read_text().split()[0]) / 1e9
+
+    produce_start = initial_state(config_from_dict(COMMON_CONFIG))
+    cases: dict[tuple[str, int], Any] = {}
+    for n in (short, long):
+        produce_fetch = [step_from_dict(s) for s in long_trace(n)]
+        cases["produce+fetch", n] = _fixture(produce_start, produce_fetch, f"produce-fetch-{n}")
+        cases["mixed", n] = _fixture(*mixed_walk(n, seed=11), f"mixed-{n}")
+    out: dict[str, float] = {}
+    for name, adapter in (("in-process", Untrusted()), ("stdio", StdioAdapter(EXAMPLE))):
+        try:
+            description = adapter.describe()
+            for (shape, n), fixture in cases.items():
+                trace = reference_trace(fixture)
+                best = float("inf")
+                for _ in range(repeat):
+                    t0, k0 = time.process_time(), child(adapter)
+                    result = run_fixture(adapter, description, fixture, name, trace)
+                    used = time.process_time() - t0 + child(adapter) - k0
+                    assert result.outcome == "passed", result.reason
+                    best = min(best, used / len(fixture.steps))
+                out[f"{name} {shape} {n} us/step"] = best * 1e6
+            for shape in ("produce+fetch", "mixed"):
+                out[f"{name} {shape} {long} vs {short}"] = (
+                    out[f"{name} {shape} {long} us/step"] / out[f"{name} {shape} {short} us/step"]
+                )
+        finally:
+            adapter.close()
+    return out
+
+
 def replay_rate(traces: int, repeat: int) -> dict[str, float]:
     from conformance.corpus.reading import plan_splits
     from conformance.corpus.replay import ReplayTask, replay_split
@@ -324,7 +375,7 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks that every figure runs")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--profile", choices=("replay", "run", "checked"))
-    parser.add_argument("--only", nargs="*", default=None, help="replay run checked biglog logstart")
+    parser.add_argument("--only", nargs="*", default=None, help="replay run untrusted checked biglog logstart")
     args = parser.parse_args()
     if "reference_impl" not in sys.modules:  # the checkout on PYTHONPATH (another revision) wins
         sys.path.append(str(Path(__file__).resolve().parent.parent))
@@ -345,6 +396,7 @@ def main() -> None:
     figures: dict[str, Callable[[], dict[str, float]]] = {
         "replay": lambda: replay_rate(sizes["traces"], repeat),
         "run": lambda: run_cost(sizes["short"], sizes["long"], repeat),
+        "untrusted": lambda: untrusted_cost(sizes["short"], sizes["long"], repeat),
         "checked": lambda: checked_flatness(sizes["length"], sizes["window"], repeat),
         "biglog": lambda: big_log(sizes["records"], sizes["steps"], repeat),
         "logstart": lambda: log_start(10**9 if not args.smoke else 10**6, repeat),

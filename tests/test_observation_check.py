@@ -23,7 +23,7 @@ from conformance.judging.observation_check import (
 )
 from conformance.search.distribution import RandomChooser, draw_config, draw_steps
 from reference_impl import Generation, StepRejected, apply, initial_state, observe
-from reference_impl.observe import Observer
+from reference_impl.observe import Amended, Observer
 
 
 def schema_verdict(obs: Any) -> bool:
@@ -316,3 +316,43 @@ def test_a_grown_log_is_not_read_below_what_it_kept() -> None:
     new, parent = _changed_at(obs, ("replicas", replica, "log"))
     parent["log"] = Grown([*base, 17], base, len(base))  # the new tail is read
     assert check_shared_observation(new) == check_observation(new) is not None
+
+
+@settings(max_examples=200)
+@given(seed=st.integers(0, 60), data=st.data())
+def test_an_amended_map_is_checked_on_its_changed_keys_with_the_whole_checks_verdict(
+    seed: int, data: st.DataObject
+) -> None:
+    """A large mapping ``Amended`` from one that passed (the produce outcomes of a long run,
+    made by the ``Observer``, a corpus trace or a stdio delta) is checked on its changed
+    keys only, twice over (amended from a plain map, then from an amended one): any values
+    there give the whole check's verdict and message."""
+    obs = reference_observations(seed, steps=15, observer=Observer())[-1]
+    producer: dict[str, Any] = {f"p{i}": "acked" for i in range(20)}
+    current = {**obs, "producer": producer}
+    assert check_shared_observation(current) is None
+    for round_ in range(2):
+        keys = data.draw(st.lists(st.sampled_from([*producer, "p99", "x"]), max_size=3, unique=True), label="keys")
+        amended = Amended(current["producer"], keys)
+        for key in keys:
+            amended[key] = data.draw(st.one_of(st.sampled_from(["acked", "pending", "failed"]), JUNK), label=key)
+        new = {**current, "producer": amended}
+        verdict = check_shared_observation(new)
+        assert verdict == check_observation(new), round_
+        if verdict is not None:
+            return
+        current = new
+
+
+def test_an_amended_map_is_not_read_outside_its_changed_keys() -> None:
+    """Why only kconform makes them: an entry outside ``changed`` is taken as its base's."""
+    obs = reference_observations(3, steps=15, observer=Observer())[-1]
+    producer = {f"p{i}": "acked" for i in range(20)}
+    assert check_shared_observation({**obs, "producer": producer}) is None
+    amended = Amended(producer, ["p1"])
+    amended["p2"] = 17  # breaks the promise: changed, but not named
+    assert check_observation({**obs, "producer": amended}) is not None
+    assert check_shared_observation({**obs, "producer": amended}) is None
+    again = Amended(amended, ["p3"])  # amended from an amended map: named by its token
+    again["p4"] = 18
+    assert check_shared_observation({**obs, "producer": again}) is None

@@ -684,3 +684,35 @@ def test_the_kafka_7128_waiver_covers_only_a_lack_at_a_stale_hw() -> None:
     assert all("B" not in obs["isr"] for _, obs in le_run if obs is not None)
     monitor, found = _monitored(le_config, le_run)
     assert found == [] and monitor.stale_joins == []
+
+
+def test_a_counting_monitor_covers_what_a_whole_one_covers() -> None:
+    """``runner.reference_coverage`` wants only how often the reference's run evaluates each
+    property, and its monitor skips what SAFE-ACKED costs past counting it
+    (``SafetyMonitor.counting``): on every bundled fixture the reference runs, through
+    both of its paths (the fixture's own whole observations, the lowered run), the coverage
+    is the whole monitor's."""
+    from conformance.judging import runner
+
+    description = ReferenceAdapter().describe()
+    built = []
+    original = runner.SafetyMonitor
+    for fixture in bundled_fixtures():
+        try:
+            lowered = runner.plan(fixture, frozenset(description.steps))
+        except Exception:  # a fixture the reference cannot run has no coverage to compare
+            continue
+        coverages = []
+        for counting in (True, False):
+
+            def monitor(*args: Any, forced: bool = counting, **kwargs: Any) -> SafetyMonitor:
+                built.append(forced)
+                return original(*args, **{**kwargs, "counting": forced})
+
+            runner.SafetyMonitor = monitor  # type: ignore[misc,assignment]
+            try:
+                coverages.append(runner.reference_coverage(fixture, lowered, description))
+            finally:
+                runner.SafetyMonitor = original  # type: ignore[misc]
+        assert coverages[0] == coverages[1], fixture.id
+    assert built.count(True) == built.count(False) > 300

@@ -24,11 +24,17 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from reference_impl.observe import Amended
+
 from ..fixtures.schemas import json_type, schema
 
 Problem = tuple[list[str], str]
 """Where (path segments, innermost first) and what."""
 Check = Callable[[Any], Problem | None]
+
+
+KeysCheck = Callable[[Any, Sequence[str]], Problem | None]
+"""An object check of some keys of a mapping (``_Compiler.keys_check``)."""
 
 
 class TailCheck(Protocol):
@@ -111,7 +117,7 @@ MEMO_SIZE = 256
 (a step's observation has a few per node: one per replica, one log each)."""
 
 
-def _remembering(check: Check, tail: TailCheck | None = None) -> Check:
+def _remembering(check: Check, tail: TailCheck | None = None, keyed: KeysCheck | None = None) -> Check:
     """``check`` that passes at once an object it passed before (the same object, held here
     so its identity cannot be reused): for observations that are never changed once made
     (``check_shared_observation``), an unchanged part of a step's observation is the
@@ -121,20 +127,34 @@ def _remembering(check: Check, tail: TailCheck | None = None) -> Check:
     this check passed (``base``: a log the reference's ``Observer`` or a stdio delta made
     from the previous observation's log, ``reference_impl.observe.LogRecords``,
     ``adapters.deltas.Grown``) is checked from ``kept`` on only, so a growing log costs
-    what was appended, not its length."""
+    what was appended, not its length. ``keyed`` (an object node): an ``Amended`` mapping
+    made from one this check passed (the produce outcomes of a long run) is checked on its
+    changed keys only (and, should one fail, whole, for the whole check's message)."""
     passed: dict[int, Any] = {}
     absent = object()  # what ``passed`` gives for an object it does not hold (never a value)
 
     def remembered(value: Any) -> Problem | None:
         if passed.get(id(value), absent) is value:
             return None
-        base = getattr(value, "base", None) if tail is not None and type(value) is not list else None
-        grown = base is not None and passed.get(id(base), absent) is base
-        problem = tail(value, value.kept) if grown else check(value)  # type: ignore[misc]
+        kind = type(value)
+        if tail is not None and kind is not list and kind is not dict:
+            base = getattr(value, "base", None)
+            if base is not None and passed.get(id(base), absent) is base:
+                problem = tail(value, value.kept)
+            else:
+                problem = check(value)
+        elif keyed is not None and kind is Amended:
+            base = value._from  # the base itself, or an amended base's token (held in ``passed``)
+            known = passed.get(id(base), absent) is base
+            problem = keyed(value, value.changed) if known else check(value)
+        else:
+            problem = check(value)
         if problem is None and isinstance(value, dict | list):
             if len(passed) >= MEMO_SIZE:
                 passed.clear()
             passed[id(value)] = value
+            if type(value) is Amended:
+                passed[id(value.token)] = value.token  # what a mapping amended from this one names
         return problem
 
     return remembered
@@ -142,6 +162,10 @@ def _remembering(check: Check, tail: TailCheck | None = None) -> Check:
 
 _TAIL_KEYWORDS = frozenset({"type", "items", "minItems", "maxItems"})
 """An array node with only these (and annotations) can be checked from an index on."""
+_KEYED_KEYWORDS = frozenset(
+    {"type", "properties", "additionalProperties", "patternProperties", "propertyNames", "required"}
+)
+"""An object node with only these (and annotations) can be checked on some keys."""
 
 
 class _Compiler:
@@ -211,8 +235,29 @@ class _Compiler:
 
             whole = all_of
         if self.remember and not _CONTAINER_KEYWORDS.isdisjoint(node):
-            return _remembering(whole, self.tail_check(node))  # a whole object or array node passed at once
+            # a whole object or array node passed at once
+            return _remembering(whole, self.tail_check(node), self.keys_check(node, whole))
         return whole
+
+    def keys_check(self, node: Mapping[str, Any], whole: Check) -> KeysCheck | None:
+        """For an object node of ``_KEYED_KEYWORDS`` only: its check of a mapping whose
+        entries but ``keys`` are known to pass (``_remembering``): those entries, the
+        required fields; any problem is found again by ``whole`` (the same message as
+        checking it whole would give). None for any other node."""
+        if not set(node) - IGNORED <= _KEYED_KEYWORDS or "propertyNames" in node:
+            return None
+        typed = self.type_check(node["type"]) if "type" in node else None
+        required = self.required_check(node["required"]) if "required" in node else None
+        entries = self.object_check(node)
+
+        def keyed(value: Any, keys: Sequence[str]) -> Problem | None:
+            if (typed is not None and typed(value) is not None) or (required is not None and required(value)):
+                return whole(value)
+            if entries({key: value[key] for key in keys if key in value}) is not None:
+                return whole(value)
+            return None
+
+        return keyed
 
     def tail_check(self, node: Mapping[str, Any]) -> TailCheck | None:
         """For an array node of ``_TAIL_KEYWORDS`` only: its check of a list whose items

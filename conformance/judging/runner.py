@@ -341,7 +341,7 @@ def reference_coverage(fixture: Fixture, lowered: Plan, description: Description
     only for a run where the implementation left a property unchecked: from the fixture's
     own expectations where every step states the whole observation (corpus traces, fuzz and
     explore runs: no reference is run), else from the reference's lowered run."""
-    monitor = SafetyMonitor(fixture.config, steps=frozenset(description.steps))
+    monitor = SafetyMonitor(fixture.config, steps=frozenset(description.steps), counting=True)
     if all(fs.expect_rejected is not None or (fs.expect and "in_flight" in fs.expect) for fs in fixture.steps):
         produced = 0
         for fs in fixture.steps:
