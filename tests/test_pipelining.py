@@ -9,9 +9,11 @@ run that ends with steps still in flight.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -203,61 +205,52 @@ PROGRAM = textwrap.dedent(
 CONFIG = {"replicas": ["A", "B"], "generation": "leader-epoch"}
 
 
-def ticker(crash_at: int) -> StdioAdapter:
-    return StdioAdapter([sys.executable, "-c", PROGRAM.replace("CRASH_AT", str(crash_at))], timeout_s=5)
-
-
-def test_steps_in_flight_are_answered_in_order_and_dropped_at_reset() -> None:
-    adapter = ticker(crash_at=0)
+@contextlib.contextmanager
+def ticker(crash_at: int = 0) -> Iterator[StdioAdapter]:
+    """A pipelining program of ticks, reset and ready (exits on step ``crash_at``, 0: never)."""
+    adapter = StdioAdapter([sys.executable, "-c", PROGRAM.replace("CRASH_AT", str(crash_at))], timeout_s=5)
     try:
         adapter.describe()
         adapter.reset(CONFIG)
-        tick = [{"kind": "tick", "ms": 1} for _ in range(5)]
+        yield adapter
+    finally:
+        adapter.close()
+
+
+def ticks(n: int) -> list[dict[str, Any]]:
+    return [{"kind": "tick", "ms": 1} for _ in range(n)]
+
+
+def test_steps_in_flight_are_answered_in_order_and_dropped_at_reset() -> None:
+    with ticker() as adapter:
+        tick = ticks(5)
         assert all(adapter.send_ahead(s) for s in tick)
         assert adapter.step(tick[0]).observation == {"clock_ms": 1}
         assert adapter.step(tick[1]).observation == {"clock_ms": 2}
         adapter.reset(CONFIG)  # the run ended early: three answers are read and dropped
-        assert adapter.step({"kind": "tick", "ms": 1}).observation == {"clock_ms": 1}
-    finally:
-        adapter.close()
+        assert adapter.step(ticks(1)[0]).observation == {"clock_ms": 1}
 
 
 def test_a_process_that_fails_on_a_step_no_run_needed_is_restarted_quietly() -> None:
-    adapter = ticker(crash_at=3)
-    try:
-        adapter.describe()
-        adapter.reset(CONFIG)
-        tick = [{"kind": "tick", "ms": 1} for _ in range(4)]
+    with ticker(crash_at=3) as adapter:
+        tick = ticks(4)
         assert all(adapter.send_ahead(s) for s in tick)
         assert adapter.step(tick[0]).observation == {"clock_ms": 1}
         adapter.reset(CONFIG)  # the process exits on the third step, which no run judged
-        assert adapter.step({"kind": "tick", "ms": 1}).observation == {"clock_ms": 1}
-    finally:
-        adapter.close()
+        assert adapter.step(ticks(1)[0]).observation == {"clock_ms": 1}
 
 
 def test_a_step_asked_for_out_of_order_is_a_kconform_bug_said_as_such() -> None:
-    adapter = ticker(crash_at=0)
-    try:
-        adapter.describe()
-        adapter.reset(CONFIG)
-        assert adapter.send_ahead({"kind": "tick", "ms": 1})
+    with ticker() as adapter:
+        assert adapter.send_ahead(ticks(1)[0])
         with pytest.raises(AdapterError, match="a kconform bug"):
-            adapter.step({"kind": "tick", "ms": 1})  # equal, but not the object sent ahead
-    finally:
-        adapter.close()
+            adapter.step(ticks(1)[0])  # equal, but not the object sent ahead
 
 
 def test_the_window_is_bounded() -> None:
-    adapter = ticker(crash_at=0)
-    try:
-        adapter.describe()
-        adapter.reset(CONFIG)
-        tick = [{"kind": "tick", "ms": 1} for _ in range(40)]
-        taken = [adapter.send_ahead(s) for s in tick]
+    with ticker() as adapter:
+        taken = [adapter.send_ahead(s) for s in ticks(40)]
         assert taken.count(True) == 32 and not any(taken[32:])
-    finally:
-        adapter.close()
 
 
 def test_pipelining_is_taken_only_when_offered() -> None:
