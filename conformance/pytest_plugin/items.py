@@ -314,6 +314,14 @@ class _Unclosable(Adapter):
     def step(self, step: dict[str, Any]) -> StepResult:
         return self.inner.step(step)
 
+    @property
+    def pipelining(self) -> bool:
+        """The inner adapter's (``judging.ahead.pipelines``): steps go ahead through this one too."""
+        return getattr(self.inner, "pipelining", False) is True
+
+    def send_ahead(self, step: dict[str, Any]) -> bool:
+        return self.inner.send_ahead(step)
+
     def restart(self) -> None:
         self.inner.restart()
 
