@@ -278,3 +278,15 @@ def test_the_sdk_takes_pipelining_when_offered() -> None:
     adapter.pipelining = False
     reply = adapter.handle({"cmd": "hello", "protocol": 4, "options": ["pipelining"]})
     assert "pipelining" not in reply["implementation"]["capabilities"]
+
+
+def test_declaring_pipelining_not_offered_fails_the_hello() -> None:
+    """An adapter may take only what kconform offered: one that declares ``pipelining``
+    anyway cannot start, and says why."""
+    program = PROGRAM.replace('if "pipelining" in r.get("options", ()):', "if True:").replace("CRASH_AT", "0")
+    adapter = StdioAdapter([sys.executable, "-c", program], pipelining=False)
+    try:
+        with pytest.raises(AdapterError, match="declares pipelining, which kconform did not offer"):
+            adapter.describe()
+    finally:
+        adapter.close()
