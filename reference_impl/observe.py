@@ -99,6 +99,11 @@ class Amended(dict[str, Any]):
         self.changed = changed
         self.token = object()
 
+    @property
+    def made_from(self) -> object:
+        """What this mapping was made from: its base, or an amended base's ``token``."""
+        return self._from
+
     def amends(self, old: Any) -> bool:
         """Whether this mapping was made from ``old`` (by its ``changed`` keys)."""
         made_from = self._from

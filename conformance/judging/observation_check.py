@@ -144,7 +144,7 @@ def _remembering(check: Check, tail: TailCheck | None = None, keyed: KeysCheck |
             else:
                 problem = check(value)
         elif keyed is not None and kind is Amended:
-            base = value._from  # the base itself, or an amended base's token (held in ``passed``)
+            base = value.made_from  # the base itself, or an amended base's token (held in ``passed``)
             known = passed.get(id(base), absent) is base
             problem = keyed(value, value.changed) if known else check(value)
         else:
@@ -162,9 +162,7 @@ def _remembering(check: Check, tail: TailCheck | None = None, keyed: KeysCheck |
 
 _TAIL_KEYWORDS = frozenset({"type", "items", "minItems", "maxItems"})
 """An array node with only these (and annotations) can be checked from an index on."""
-_KEYED_KEYWORDS = frozenset(
-    {"type", "properties", "additionalProperties", "patternProperties", "propertyNames", "required"}
-)
+_KEYED_KEYWORDS = frozenset({"type", "properties", "additionalProperties", "patternProperties", "required"})
 """An object node with only these (and annotations) can be checked on some keys."""
 
 
@@ -244,7 +242,7 @@ class _Compiler:
         entries but ``keys`` are known to pass (``_remembering``): those entries, the
         required fields; any problem is found again by ``whole`` (the same message as
         checking it whole would give). None for any other node."""
-        if not set(node) - IGNORED <= _KEYED_KEYWORDS or "propertyNames" in node:
+        if not set(node) - IGNORED <= _KEYED_KEYWORDS:
             return None
         typed = self.type_check(node["type"]) if "type" in node else None
         required = self.required_check(node["required"]) if "required" in node else None
