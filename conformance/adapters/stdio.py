@@ -229,15 +229,20 @@ class StdioAdapter(Adapter):
         if self._proc is None:
             self._start()
             self._hello()
-        seq, line = self._send(message)
+        sent = self._send(message)
+        assert sent is not None  # (no room limit: always written)
+        seq, line = sent
         return self._receive(seq, message["cmd"], line, timeout_s)
 
-    def _send(self, message: dict[str, Any]) -> tuple[int, str]:
-        """Write one request; its seq and line (the reply is read by ``_receive``)."""
+    def _send(self, message: dict[str, Any], room: int | None = None) -> tuple[int, str] | None:
+        """Write one request; its seq and line (the reply is read by ``_receive``). With
+        ``room``: only if its line takes at most that many bytes (None: not written)."""
         assert self._proc is not None and self._proc.stdin is not None
-        self._seq += 1
-        message = {**message, "seq": self._seq}
+        message = {**message, "seq": self._seq + 1}
         line = _encode(message)
+        if room is not None and len(line) + 1 > room:
+            return None
+        self._seq += 1
         self._last_request, self._last_reply = line, ""
         try:
             data = (line + "\n").encode()
@@ -334,13 +339,13 @@ class StdioAdapter(Adapter):
             return False
         if len(self._ahead) >= MAX_AHEAD:
             return False
-        line = _encode({"cmd": "step", "step": step, "seq": self._seq + 1})
-        size = len(line) + 1
-        if self._ahead and self._ahead_bytes + size > MAX_AHEAD_BYTES:
+        # the first step in flight always goes (nothing is waiting on the pipe)
+        sent = self._send({"cmd": "step", "step": step}, MAX_AHEAD_BYTES - self._ahead_bytes if self._ahead else None)
+        if sent is None:
             return False
-        seq, line = self._send({"cmd": "step", "step": step})
-        self._ahead.append((seq, step, line, size))
-        self._ahead_bytes += size
+        seq, line = sent
+        self._ahead.append((seq, step, line, len(line) + 1))
+        self._ahead_bytes += len(line) + 1
         return True
 
     def step(self, step: dict[str, Any]) -> StepResult:
