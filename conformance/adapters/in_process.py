@@ -37,10 +37,26 @@ class ReferenceAdapter(Adapter):
     """The reference implementation, optionally pinned to one generation."""
 
     trusted = True
+    """The reference itself: its observations are not shape-checked. A subclass is another
+    implementation (a zoo member, a user's variant) and is checked like any other unless
+    it says otherwise (``__init_subclass__``)."""
     shares_observations = True
     """Its observations share unchanged parts with the ones before and are never changed
     afterwards (``reference_impl.observe.Observer``): the judge compares and monitors
     those parts by identity first (``Adapter.shares_observations``)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass inherits neither promise: it may answer with observations the
+        reference never makes (a high watermark of -1: a zoo member did, and went
+        unchecked in process while the same member over stdio was checked), or edit the
+        reference's observation in place, which the judge's identity shortcuts cannot
+        see. A class keeps one by declaring it in its own body, and its subclasses inherit
+        that (``zoo.base.Mutant`` declares ``shares_observations`` for every member)."""
+        super().__init_subclass__(**kwargs)
+        for promise in ("trusted", "shares_observations"):
+            owner = next(c for c in cls.__mro__ if promise in c.__dict__)
+            if owner is ReferenceAdapter:
+                setattr(cls, promise, False)
 
     def __init__(self, generation: str | None = None, name: str | None = None) -> None:
         if generation is not None and generation not in ALL_GENERATIONS:

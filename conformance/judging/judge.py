@@ -48,11 +48,16 @@ from .settle import INTERNAL_BOUND, Frontier
 
 
 class CannotAnswer(Exception):
-    """The implementation failed to answer (the fixture is errored)."""
+    """The implementation failed to answer (the fixture is errored).
 
-    def __init__(self, reason: str, detail: str = "", steps_run: int = 0) -> None:
+    ``malformed``: it did answer, but outside the protocol (an accepted step without an
+    observation, or an observation the schema refuses, such as a high watermark of -1):
+    a defect of the implementation the judge saw, not a process that died or an adapter
+    that raised."""
+
+    def __init__(self, reason: str, detail: str = "", steps_run: int = 0, malformed: bool = False) -> None:
         super().__init__(reason)
-        self.reason, self.detail, self.steps_run = reason, detail, steps_run
+        self.reason, self.detail, self.steps_run, self.malformed = reason, detail, steps_run, malformed
 
 
 @dataclass
@@ -141,7 +146,8 @@ class Watch:
         if raw is None:
             raise CannotAnswer(
                 f"{where}: no observation: the step was accepted (no rejection) but the answer carried no "
-                "'observation' (spec/adapter-protocol.md, step)"
+                "'observation' (spec/adapter-protocol.md, step)",
+                malformed=True,
             )
         problem = self.shape(raw)
         if problem is not None:
@@ -150,6 +156,7 @@ class Watch:
                 f"observation): {problem}",
                 "observation: " + json.dumps(raw)[:2000],
                 index,
+                malformed=True,
             )
         return self.normalise(raw)
 

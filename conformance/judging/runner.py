@@ -61,6 +61,10 @@ class FixtureResult:
     duration_ms: float = 0.0
     detail: str = ""
     """Diagnostics for errored results: captured stderr, the last exchange."""
+    malformed: bool = False
+    """Errored because the implementation answered outside the protocol (an observation the
+    schema refuses, or none for an accepted step: ``judge.CannotAnswer``), not because it
+    could not answer: ``kconform sensitivity`` counts such a case as a kill."""
     rules: list[str] = field(default_factory=list)
     """Spec rules the reference fires on this fixture (what passing it exercises)."""
     expected: str = "pass"
@@ -121,6 +125,7 @@ class FixtureResult:
             "expectations": self.expectations,
             "notes": self.notes,
             "stopped": self.stopped,
+            **({"malformed": True} if self.malformed else {}),
             **({"progress": self.progress} if self.progress is not None else {}),
             **({"safety": self.safety} if self.safety else {}),
         }
@@ -290,7 +295,7 @@ def run_fixture(
             progress=progress,
         )
     except CannotAnswer as exc:
-        return finish("errored", exc.reason, detail=exc.detail, steps_run=exc.steps_run)
+        return finish("errored", exc.reason, detail=exc.detail, steps_run=exc.steps_run, malformed=exc.malformed)
     except ConventionError as exc:
         return finish("errored", f"describe: {exc}")
     for failure in verdict.failures if known else ():
@@ -303,7 +308,7 @@ def run_fixture(
     if not getattr(adapter, "trusted", False) and any(
         c.applicable and not c.checked and not c.missing for c in verdict.coverage.values()
     ):
-        for pid, c in reference_coverage(fixture, lowered, description).items():
+        for pid, c in reference_coverage_of(fixture, lowered, description).items():
             if pid in result.safety:
                 result.safety[pid]["exercised"] = c.checked
     result.notes = verdict.notes  # the lowering's, and the choices settled assumed (judge.py)
@@ -333,6 +338,28 @@ def run_fixture(
     else:
         text = f"{where}: {first['field']}: expected {first['expected']!r}, got {first['actual']!r}{tail}"
     return finish("failed", text, divergence=divergence)
+
+
+_COVERAGE: dict[tuple[int, frozenset[str]], tuple[Fixture, dict[str, Coverage]]] = {}
+"""``reference_coverage`` by fixture (the object, held so its id stays its own) and step
+kinds: a fixture's plan, and so the reference's run, depends on nothing else. ``kconform
+sensitivity`` judges one fixture on every zoo member (58 describe the same steps), and
+this was a quarter of its time once members were judged as any implementation."""
+_COVERAGE_KEPT = 4096
+
+
+def reference_coverage_of(fixture: Fixture, lowered: Plan, description: Description) -> dict[str, Coverage]:
+    """``reference_coverage``, computed once per fixture object and step kinds (``lowered``
+    is ``coarsen.plan(fixture, description.steps)``, a function of those two)."""
+    key = (id(fixture), frozenset(description.steps))
+    known = _COVERAGE.get(key)
+    if known is not None and known[0] is fixture:
+        return known[1]
+    if len(_COVERAGE) >= _COVERAGE_KEPT:
+        _COVERAGE.clear()
+    coverage = reference_coverage(fixture, lowered, description)
+    _COVERAGE[key] = (fixture, coverage)
+    return coverage
 
 
 def reference_coverage(fixture: Fixture, lowered: Plan, description: Description) -> dict[str, Coverage]:

@@ -64,6 +64,10 @@ class Mutant(ReferenceAdapter):
     """The reference adapter with one rule broken (see the module doc)."""
 
     member: ClassVar[Member]
+    shares_observations = True
+    """It keeps the reference's promise (``Adapter.shares_observations``): its observations
+    are the reference's ``Observer``'s, or whole new ones after ``after`` changed the
+    state, and it never edits one. It is not ``trusted``: its observations are checked."""
     profile: ClassVar[Mapping[str, bool]] = MappingProxyType({})
     config: ClassVar[Mapping[str, Any]] = MappingProxyType({})
 
