@@ -156,9 +156,12 @@ def measure(fn: Callable[[list[Run]], int], runs: list[Run], repeat: int) -> tup
 
 
 class Untrusted(ReferenceAdapter):
-    """The reference as any in-process implementation is judged: its observations shape-checked."""
+    """The reference as any in-process implementation is judged: its observations
+    shape-checked (a subclass is not ``trusted`` anyway; it keeps the sharing promise, as
+    the reference's ``Observer`` does, only by saying so)."""
 
     trusted = False
+    shares_observations = True
 
 
 class Judged(Through):

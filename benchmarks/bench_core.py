@@ -232,6 +232,8 @@ def _fuzz_rate(examples: int) -> float:
     count = 0
 
     class Counting(ReferenceAdapter):
+        trusted = shares_observations = True  # the reference, counted (a subclass says so)
+
         def step(self, step: dict[str, Any]) -> Any:
             nonlocal count
             count += 1

@@ -39,6 +39,8 @@ count = 0
 taken = []
 
 class Counting(ReferenceAdapter):
+    trusted = shares_observations = True  # the reference, counted (a subclass says so)
+
     def reset(self, config, initial=None):
         taken.append((config, initial, []))
         super().reset(config, initial)

@@ -177,3 +177,54 @@ def test_the_reference_coverage_is_computed_once_per_fixture_and_step_kinds(
                 lowered = plan(f, frozenset(d.steps))
                 assert runner.reference_coverage_of(f, lowered, d) == real(f, lowered, d)
     assert sorted(calls) == sorted([f.id for f in chosen] * 2)  # once per fixture and step kinds
+
+
+class _UpdatesInPlace(ReferenceAdapter):
+    """Keeps one observation dict and updates it in place, while promising not to
+    (``shares_observations``), and reports every HW one too high from its third step."""
+
+    shares_observations = True
+
+    def reset(self, config: dict[str, Any], initial: dict[str, Any] | None = None) -> None:
+        super().reset(config, initial)
+        self.steps, self.last = 0, None
+
+    def step(self, step: dict[str, Any]) -> StepResult:
+        result = super().step(step)
+        self.steps += 1
+        if result.observation is None:
+            return result
+        fresh = {**result.observation, "replicas": {k: dict(v) for k, v in result.observation["replicas"].items()}}
+        observation: dict[str, Any] = fresh if self.last is None else self.last
+        if self.last is not None:
+            for name, replica in fresh["replicas"].items():
+                observation["replicas"].setdefault(name, {}).update(replica)
+            observation.update({k: v for k, v in fresh.items() if k != "replicas"})
+        if self.steps >= 3:
+            for replica in observation["replicas"].values():
+                if isinstance(replica.get("hw"), int):
+                    replica["hw"] += 1
+        self.last = observation
+        return StepResult(observation=observation, fired=result.fired)
+
+
+def test_a_broken_sharing_promise_is_an_error_not_a_pass(fixtures: list[Fixture]) -> None:
+    """Judged by identity, an adapter updating one dict in place would have its changes
+    taken as none; the judge checks the promise on each run's first observations and names
+    the broken one. Without the promise the same adapter fails; with it, it never passes
+    a case the honest one fails."""
+    chosen = _some(fixtures, "seed-0*", "kip-320-fencing", "follower-ignores-error-answer-hw*")
+
+    class _Honest(_UpdatesInPlace):
+        shares_observations = False
+
+    _, lying = run_fixtures(_UpdatesInPlace(), "in-place", chosen)
+    _, honest = run_fixtures(_Honest(), "in-place-honest", chosen)
+    verdict = {r.fixture: r.outcome for r in honest}
+    assert "failed" in verdict.values()
+    broken = [r for r in lying if r.outcome == "errored"]
+    assert broken
+    assert all("declares shares_observations" in r.reason and "was changed after" in r.reason for r in broken)
+    assert not any(r.malformed for r in broken)  # the adapter's promise, not an answer outside the protocol
+    assert all(verdict[r.fixture] == "passed" for r in lying if r.outcome == "passed")
+    assert all(r.outcome in ("errored", verdict[r.fixture]) for r in lying)

@@ -115,6 +115,9 @@ class Watch:
         self._check = check_shared_observation if shared else check_observation
         """An observation's parts that did not change are the previous ones' objects, never
         changed (``shared``): the shape check walks only what changed."""
+        self._promise_left = PROMISE_CHECKED if shared and check_shape else 0
+        self._kept: tuple[dict[str, Any], str, str] | None = None
+        """The last observation whose promise is being checked: it, its encoding, its step."""
         try:
             self.plain = Conventions.of(description) == Conventions()
             """The implementation keeps the reference's conventions (``conventions.normalise``
@@ -158,10 +161,46 @@ class Watch:
                 index,
                 malformed=True,
             )
+        if self._kept is not None or self._promise_left:
+            self._keeps_promise(raw, where, index)
         return self.normalise(raw)
+
+    def _keeps_promise(self, raw: dict[str, Any], where: str, index: int) -> None:
+        """``CannotAnswer`` if the observation kept from an earlier step changed since it
+        was returned; then keep this one, while the run's checks last. An adapter that
+        says ``shares_observations`` is judged by identity: a part that is the very object
+        of the previous observation is taken as unchanged. One that updates a single dict
+        in place would have every such change taken as none (the reference with a bug
+        hidden that way passed 194 of the bundled cases instead of 93), and it shows at
+        once: its first observation is the second one, changed."""
+        kept = self._kept
+        if kept is not None:
+            before, text, at = kept
+            if _encoded(before) != text:
+                raise CannotAnswer(
+                    f"{where}: the adapter declares shares_observations (docs/adapters.md), but the observation "
+                    f"it returned at {at} was changed after it was returned: return new objects for what a "
+                    "step changes, or leave shares_observations False",
+                    "that observation as returned: " + text[:2000],
+                    index,
+                )
+            self._kept = None
+        if self._promise_left:
+            self._promise_left -= 1
+            self._kept = (raw, _encoded(raw), where)
 
     def safety(self, do: dict[str, Any], observation: dict[str, Any]) -> list[Finding]:
         return self.monitor.observe(do, observation)
+
+
+PROMISE_CHECKED = 2
+"""The observations of each run on which an adapter's ``shares_observations`` promise is
+checked (``Watch._keeps_promise``: each encoded when returned and again at the next one),
+unless the adapter is the trusted reference: two JSON encodings a fixture."""
+
+
+def _encoded(observation: dict[str, Any]) -> str:
+    return json.dumps(observation, sort_keys=True, default=repr)
 
 
 @young_only
