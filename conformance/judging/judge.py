@@ -196,7 +196,7 @@ class Watch:
 PROMISE_CHECKED = 2
 """The observations of each run on which an adapter's ``shares_observations`` promise is
 checked (``Watch._keeps_promise``: each encoded when returned and again at the next one),
-unless the adapter is the trusted reference: two JSON encodings a fixture."""
+unless the adapter is the trusted reference: four JSON encodings a run."""
 
 
 def _encoded(observation: dict[str, Any]) -> str:

@@ -160,10 +160,12 @@ def judge(member: Member, fixtures: Sequence[Fixture], traces: dict[str, Any], l
         elif result.outcome == "errored" and result.malformed:
             # it answered, outside the protocol (a high watermark of -1): the judge saw the
             # defect, as it sees a wrong value; an exception is the member's own bug
-            # (at the step it answered, ``steps_run``; the rules the reference fires there)
+            # (at the step it answered, ``steps_run``, within the fixture as for an error;
+            # with the rules the reference fires there)
             kill = _kill(result, by_id[result.fixture])
+            at = min(kill.step, kill.length)
             fired = traces.get(result.fixture) or ()
-            verdict.kills.append(replace(kill, rules=tuple(fired[kill.step - 1]) if kill.step <= len(fired) else ()))
+            verdict.kills.append(replace(kill, step=at, rules=tuple(fired[at - 1]) if at <= len(fired) else ()))
         elif result.outcome == "errored":
             verdict.errors.append(f"{result.fixture}: {result.reason}")
             fixture = by_id[result.fixture]
