@@ -228,3 +228,18 @@ def test_a_broken_sharing_promise_is_an_error_not_a_pass(fixtures: list[Fixture]
     assert not any(r.malformed for r in broken)  # the adapter's promise, not an answer outside the protocol
     assert all(verdict[r.fixture] == "passed" for r in lying if r.outcome == "passed")
     assert all(r.outcome in ("errored", verdict[r.fixture]) for r in lying)
+
+
+def test_the_report_says_an_answer_was_outside_the_protocol(fixtures: list[Fixture]) -> None:
+    """An errored case is a crash or a timeout unless the report says otherwise: a
+    malformed answer is the implementation's defect, and its failure table says so."""
+    from conformance.reports.results import Implementation, run_suite
+    from conformance.reports.text import markdown
+
+    chosen = _some(fixtures, "kip-320-fencing", "seed-01*")
+    doc = run_suite([Implementation(f"zoo:{MEMBER}", get(MEMBER).build())], chosen)
+    text = markdown(doc)
+    assert f"zoo:{MEMBER} / kip-320-fencing: ERROR (an answer outside the protocol)" in text
+    assert "(an answer outside the protocol)" not in text.replace(
+        f"zoo:{MEMBER} / kip-320-fencing: ERROR (an answer outside the protocol)", ""
+    )

@@ -225,6 +225,8 @@ def failures(doc: dict[str, Any], include_expected: bool = False) -> list[Table]
         fixture = fixtures.get(r["fixture"], {})
         title = f"{r['implementation']} / {r['fixture']}: {r['status']}"
         if r["outcome"] == "errored":
+            if r.get("malformed"):  # it answered, outside the protocol: its defect, not a crash
+                title += " (an answer outside the protocol)"
             rows = [["reason", r["reason"]]]
             if r.get("detail"):
                 rows.append(["detail", r["detail"]])
