@@ -184,6 +184,8 @@ class _UpdatesInPlace(ReferenceAdapter):
     (``shares_observations``), and reports every HW one too high from its third step."""
 
     shares_observations = True
+    honest_for = 0
+    """Steps answered with new objects before it starts updating in place."""
 
     def reset(self, config: dict[str, Any], initial: dict[str, Any] | None = None) -> None:
         super().reset(config, initial)
@@ -195,8 +197,9 @@ class _UpdatesInPlace(ReferenceAdapter):
         if result.observation is None:
             return result
         fresh = {**result.observation, "replicas": {k: dict(v) for k, v in result.observation["replicas"].items()}}
-        observation: dict[str, Any] = fresh if self.last is None else self.last
-        if self.last is not None:
+        in_place = self.last is not None and self.steps > self.honest_for
+        observation: dict[str, Any] = self.last if in_place else fresh  # type: ignore[assignment]
+        if in_place:
             for name, replica in fresh["replicas"].items():
                 observation["replicas"].setdefault(name, {}).update(replica)
             observation.update({k: v for k, v in fresh.items() if k != "replicas"})
@@ -243,3 +246,19 @@ def test_the_report_says_an_answer_was_outside_the_protocol(fixtures: list[Fixtu
     assert "(an answer outside the protocol)" not in text.replace(
         f"zoo:{MEMBER} / kip-320-fencing: ERROR (an answer outside the protocol)", ""
     )
+
+
+def test_a_promise_broken_late_in_a_run_is_caught_too(fixtures: list[Fixture]) -> None:
+    """Honest for five steps, then one dict updated in place: the check at the eighth
+    observation (a power of two) sees the ninth change it."""
+
+    class _Late(_UpdatesInPlace):
+        honest_for = 5
+
+    long = [f for f in fixtures if len(f.steps) >= 12 and not any(fs.expect_rejected for fs in f.steps)][:5]
+    assert long
+    _, results = run_fixtures(_Late(), "late", long)
+    caught = [r for r in results if r.outcome == "errored"]
+    assert caught, [(r.fixture, r.outcome, r.reason) for r in results]
+    for r in caught:
+        assert "declares shares_observations" in r.reason and "at step 8 " in r.reason, r.reason

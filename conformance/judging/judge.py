@@ -115,7 +115,9 @@ class Watch:
         self._check = check_shared_observation if shared else check_observation
         """An observation's parts that did not change are the previous ones' objects, never
         changed (``shared``): the shape check walks only what changed."""
-        self._promise_left = PROMISE_CHECKED if shared and check_shape else 0
+        self._promise = shared and check_shape
+        self._accepted = 0
+        """Observations accepted in this run (which of them the promise is checked on)."""
         self._kept: tuple[dict[str, Any], str, str] | None = None
         """The last observation whose promise is being checked: it, its encoding, its step."""
         try:
@@ -161,8 +163,10 @@ class Watch:
                 index,
                 malformed=True,
             )
-        if self._kept is not None or self._promise_left:
-            self._keeps_promise(raw, where, index)
+        if self._promise:
+            self._accepted += 1
+            if self._kept is not None or promise_checked(self._accepted):
+                self._keeps_promise(raw, where, index)
         return self.normalise(raw)
 
     def _keeps_promise(self, raw: dict[str, Any], where: str, index: int) -> None:
@@ -172,7 +176,10 @@ class Watch:
         of the previous observation is taken as unchanged. One that updates a single dict
         in place would have every such change taken as none (the reference with a bug
         hidden that way passed 194 of the bundled cases instead of 93), and it shows at
-        once: its first observation is the second one, changed."""
+        once: its first observation is the second one, changed. Checked on the first two
+        observations of a run and then at each power of two (``promise_checked``), so one
+        that keeps the promise at first and breaks it later, once a map has grown, is
+        caught too, at a cost that grows with the log of the run's length."""
         kept = self._kept
         if kept is not None:
             before, text, at = kept
@@ -185,8 +192,7 @@ class Watch:
                     index,
                 )
             self._kept = None
-        if self._promise_left:
-            self._promise_left -= 1
+        if promise_checked(self._accepted):
             self._kept = (raw, _encoded(raw), where)
 
     def safety(self, do: dict[str, Any], observation: dict[str, Any]) -> list[Finding]:
@@ -194,9 +200,14 @@ class Watch:
 
 
 PROMISE_CHECKED = 2
-"""The observations of each run on which an adapter's ``shares_observations`` promise is
-checked (``Watch._keeps_promise``: each encoded when returned and again at the next one),
-unless the adapter is the trusted reference: four JSON encodings a run."""
+"""The first observations of each run on which an adapter's ``shares_observations``
+promise is checked (``Watch._keeps_promise``: each encoded when returned and again at the
+next one), unless the adapter is the trusted reference; later, at each power of two."""
+
+
+def promise_checked(n: int) -> bool:
+    """Whether the ``n``-th observation of a run (from 1) is kept to check the promise."""
+    return n <= PROMISE_CHECKED or (n > 2 and n & (n - 1) == 0)
 
 
 def _encoded(observation: dict[str, Any]) -> str:
