@@ -4,6 +4,7 @@
 .venv/bin/python benchmarks/bench_explore.py --baseline eb53ccd --rounds 3
 .venv/bin/python benchmarks/bench_explore.py --baseline eb53ccd --rounds 3 --gc-off
 .venv/bin/python benchmarks/bench_explore.py --replicas 3 --depth 5 --generation diverging-epoch
+.venv/bin/python benchmarks/bench_explore.py --baseline a567aee --workers 2 --depth 7 --rounds 2
 ```
 
 Each measurement is one fresh process (``explore.explore`` on one config, two records, HW
@@ -12,7 +13,10 @@ timing itself with ``time.process_time``: on a machine shared with other jobs, w
 measures the machine, CPU time the code (and still moves by 10-20% with the load, so
 each figure is given for every round, the baseline and this tree alternating). The
 baseline is ``git archive``d into a temporary directory; both must find the same states
-and transitions (the search is exact), which is checked.
+and transitions (the search is exact), which is checked. With ``--workers N`` (N > 1) the
+search runs on N forked processes (``explore_parallel.search``): the CPU time is then the
+whole process tree's (the workers are reaped before it is read), and the wall time is
+printed too, since saving wall time is what the workers are for.
 
 Why a benchmark of its own: issue 22 asks the default 60-second search to complete depth
 8 with two replicas and 6 with three, so its unit is states per CPU second
@@ -34,10 +38,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = """
-import gc, json, sys, time
+import gc, json, resource, sys, time
 from reference_impl import config_from_dict
 from conformance.search.explore import explore
-generation, replicas, depth = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+generation, replicas, depth, workers = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[5])
 if sys.argv[4] == "gc-off":
     gc.disable()
 config = config_from_dict({
@@ -45,19 +49,33 @@ config = config_from_dict({
     "generation": generation,
     "replica_high_watermark_checkpoint_interval_ms": 0,
 })
-started = time.process_time()
-result, _ = explore(config, depth, 2)
-cpu = time.process_time() - started
-print(json.dumps({"states": result.states, "transitions": result.transitions, "levels": result.levels, "cpu": cpu}))
+def used():
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+started, wall = (time.process_time(), time.perf_counter()) if workers == 1 else (used(), time.perf_counter())
+if workers == 1:
+    result, _ = explore(config, depth, 2)
+    cpu = time.process_time() - started
+else:
+    from conformance.search.explore_parallel import search
+    result, _ = search(config, depth, 2, workers=workers, tree=False)
+    cpu = used() - started
+wall = time.perf_counter() - wall
+print(json.dumps({
+    "states": result.states, "transitions": result.transitions, "levels": result.levels, "cpu": cpu, "wall": wall,
+}))
 """
 
 
-def measure(tree: Path, generation: str, replicas: int, depth: int, gc_off: bool = False) -> dict[str, object]:
+def measure(
+    tree: Path, generation: str, replicas: int, depth: int, gc_off: bool = False, workers: int = 1
+) -> dict[str, object]:
     """One search in a fresh process importing the packages under ``tree`` (``gc_off``: with
-    the cyclic garbage collector off for the whole process)."""
+    the cyclic garbage collector off for the whole process; ``workers``: on that many)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
+    argv = [generation, str(replicas), str(depth), "gc-off" if gc_off else "gc", str(workers)]
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, generation, str(replicas), str(depth), "gc-off" if gc_off else "gc"],
+        [sys.executable, "-c", CHILD, *argv],
         cwd=tree,
         env=env,
         capture_output=True,
@@ -98,7 +116,14 @@ def main() -> int:
         help="the collector off in every search's process: the code's cost apart from how it manages the "
         "collector (explore pauses it itself since 3aabef9; eb53ccd paused it around each transition only)",
     )
-    parser.add_argument("--smoke", action="store_true", help="depth 3, one generation, one round (seconds)")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="search on this many processes (explore_parallel; default: 1)"
+    )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="depth 3, one generation, one round, and once on two workers too (seconds)",
+    )
     args = parser.parse_args()
     generations = args.generation or ["hw-truncation", "leader-epoch", "diverging-epoch"]
     depth = args.depth or (6 if args.replicas == 2 else 5)
@@ -112,15 +137,20 @@ def main() -> int:
             seen: dict[str, tuple[object, object]] = {}
             for round_ in range(1, rounds + 1):
                 for name, tree in trees:
-                    figures = measure(tree, generation, args.replicas, depth, args.gc_off)
+                    figures = measure(tree, generation, args.replicas, depth, args.gc_off, args.workers)
                     states, cpu = int(str(figures["states"])), float(str(figures["cpu"]))
+                    wall = f" ({float(str(figures['wall'])):.2f} s wall)" if args.workers > 1 else ""
                     print(
                         f"{generation} {args.replicas} replicas depth {depth}, round {round_}, {name}: "
-                        f"{states:,} states, {figures['transitions']:,} transitions, {cpu:.2f} CPU s, "
+                        f"{states:,} states, {figures['transitions']:,} transitions, {cpu:.2f} CPU s{wall}, "
                         f"{states / cpu:,.0f} states per CPU s",
                         flush=True,
                     )
                     seen[name] = (figures["states"], figures["transitions"])
+            if args.smoke and args.workers == 1:  # the workers' path must not rot either
+                figures = measure(ROOT, generation, args.replicas, depth, args.gc_off, 2)
+                print(f"{generation} depth {depth} on two workers: {figures['states']:,} states")
+                seen["two workers"] = (figures["states"], seen["this tree"][1])
             if len(set(seen.values())) > 1:
                 print(f"{generation}: the trees searched differently: {seen}", file=sys.stderr)
                 return 1

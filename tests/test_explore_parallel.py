@@ -7,7 +7,11 @@ states cheap to deduplicate (reference_impl/values.py, ``cached_hash``)."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import pickle
+import subprocess
+import sys
 
 import pytest
 
@@ -96,3 +100,33 @@ def test_a_cached_hash_is_the_generated_one_and_stays_in_its_value() -> None:
     assert HASH not in copied.__dict__ and copied == state and hash(copied) == hash(state)
     shipped = pickle.loads(dumps(state))  # logs and histories as their records and items
     assert shipped == state and hash(shipped) == hash(state)
+
+
+_OWNERS = """
+import json
+from conformance.search.explore import explore
+from conformance.search.explore_parallel import Search
+from reference_impl import Config, Generation
+config = Config(replicas=("A", "B", "C"), generation=Generation.LEADER_EPOCH)
+_, tree = explore(config, depth=4, max_records=2)
+search = Search(config, 2, False, False, None, None, 2, False, True)
+rows = [[s.controller.leader or "", s.controller.epoch, len(s.produces), search.owner(s)] for s in tree]
+print(json.dumps(sorted(rows)))
+"""
+
+
+def test_a_state_s_owner_does_not_depend_on_the_hash_seed() -> None:
+    """How evenly the states split between the workers, and so how long every level waits
+    for the slower one, is the same in every run: the owner hashes integers only (the
+    leader by its position), never a name, whose hash changes with ``PYTHONHASHSEED``."""
+
+    def owners(seed: str) -> list[list[object]]:
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run([sys.executable, "-c", _OWNERS], env=env, capture_output=True, text=True, check=True)
+        listed: list[list[object]] = json.loads(done.stdout)
+        return listed
+
+    first = owners("1")
+    assert first == owners("2") == owners("3")
+    assert {leader for leader, *_ in first} == {"", "A", "B", "C"}  # elections were explored
+    assert {owner for *_, owner in first} == {0, 1}  # and the states split

@@ -29,6 +29,7 @@ cut the search at a point of the sequential order).
 
 from __future__ import annotations
 
+import functools
 import io
 import multiprocessing
 import pickle
@@ -42,11 +43,13 @@ from typing import Any
 from reference_impl import Config, State, Step, apply, check, initial_state
 from reference_impl.history import History
 from reference_impl.log import Log, Record
+from reference_impl.steps import IsrExpiration
 
 from .explore import (
     EXPECTED_VIOLATIONS,
     Exploration,
     Finding,
+    Shared,
     explore,
     state_key,
     steps_of,
@@ -77,14 +80,25 @@ class Search:
     def steps(self, state: State) -> list[Step]:
         return steps_of(state, self.max_records, self.faults, self.extra, self.only)
 
+    @functools.cached_property
+    def _positions(self) -> dict[str | None, int]:
+        """Each replica's position in the assignment (no leader: -1)."""
+        return {None: -1, **{name: i for i, name in enumerate(self.config.replicas)}}
+
     def owner(self, key: State) -> int:
         """The worker that owns the states with this deduplication key. Any function of
         the key keeps deduplication exact; this one reads only what few steps change (the
-        controller's leader and epoch, each replica's LEO), so most successors stay with
-        the worker that found them and are not pickled (a quarter of the transitions
-        against nearly half by the whole state's hash, two workers, two replicas)."""
+        controller's leader and epoch, and how many records were produced: an election or
+        a produce), so most successors stay with the worker that found them and are not
+        pickled, and the leader is named by its position, not by its name's hash (which
+        changes with the interpreter's hash seed, and with it how evenly the states
+        split). Two replicas, diverging-epoch, to depth 7, two workers: 19 % of the
+        search tree's edges cross to the other worker, and the larger share of the last
+        level is 1.03 times an even one; by the leader's name, its epoch and each
+        replica's LEO (before 2026-12-02): 17-19 % and 1.08-1.2 times, with the seed
+        (docs/explore.md, "On several processes")."""
         ctrl = key.controller
-        return hash((ctrl.leader, ctrl.epoch, *(r.log.end for r in key.replicas))) % self.workers
+        return hash((self._positions[ctrl.leader], ctrl.epoch, len(key.produces))) % self.workers
 
     def key(self, state: State) -> State:
         """The deduplication key of a state already without ``fired``."""
@@ -160,6 +174,7 @@ def _worker(search: Search, me: int, conn: Connection, root: State) -> None:
         search.only,
     )
     seen: set[State] = set()
+    shared = Shared()
     frontier: list[tuple[State, PathKey]] = []
     if search.owner(search.key(root)) == me:
         seen.add(search.key(root))
@@ -188,7 +203,7 @@ def _worker(search: Search, me: int, conn: Connection, root: State) -> None:
                 cut = True
                 break
             for i, step in enumerate(steps_of(state, max_records, faults, extra, only)):
-                if skip and pointless(state, step):
+                if skip and type(step) is IsrExpiration and pointless(state, step):  # (the only kind it skips)
                     continue
                 after = transition(state, step, firings)
                 transitions += 1
@@ -201,6 +216,7 @@ def _worker(search: Search, me: int, conn: Connection, root: State) -> None:
                     # the frontier is in path-key order and steps in list order: the first
                     # arrival from here has the least path key of those from here
                     if k not in best:
+                        shared(after, state)  # kept: one copy of each part (a state sent is pickled)
                         best[k] = [(*path, i), key, step, state, None]
                 elif k not in sent:
                     sent.add(k)
