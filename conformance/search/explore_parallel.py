@@ -191,11 +191,13 @@ def _worker(search: Search, me: int, conn: Connection, root: State) -> None:
         if order == "tree":
             conn.send_bytes(dumps(nodes))
             continue
-        deadline: float | None = order[1]  # ("level", deadline)
+        deadline: float | None = order[1]  # ("level", deadline, last)
+        last: bool = order[2]
         transitions = 0
         firings: dict[tuple[str, ...], int] = {}
         cut = False
-        # key -> [path key, state, step, parent (mine) or None, violations (theirs) or None]
+        # key -> [path key, state, step, its violations]: a state's invariants are checked
+        # where it is found, within the time budget (only the exchange comes after it)
         best: dict[State, list[Any]] = {}
         outgoing: list[list[tuple[PathKey, State, Step, list[tuple[str, str]]]]] = [[] for _ in range(n)]
         for count, (state, path) in enumerate(frontier):
@@ -217,7 +219,8 @@ def _worker(search: Search, me: int, conn: Connection, root: State) -> None:
                     # arrival from here has the least path key of those from here
                     if k not in best:
                         shared(after, state)  # kept: one copy of each part (a state sent is pickled)
-                        best[k] = [(*path, i), key, step, state, None]
+                        found = [(v.invariant, v.detail) for v in check(key, state)]
+                        best[k] = [(*path, i), key, step, found]
                 elif k not in sent:
                     sent.add(k)
                     found = [(v.invariant, v.detail) for v in check(key, state)]
@@ -233,26 +236,35 @@ def _worker(search: Search, me: int, conn: Connection, root: State) -> None:
                     continue
                 mine = best.get(k)
                 if mine is None or path < mine[0]:
-                    best[k] = [path, key, step, None, found]
-        winners = sorted(best.items(), key=lambda item: item[1][0])
-        del best
+                    best[k] = [path, key, step, found]
         findings: dict[str, tuple[PathKey, str]] = {}
-        frontier = []
-        for k, (path, key, step, parent, found) in winners:
-            seen.add(k)
-            if found is None:
-                found = [(v.invariant, v.detail) for v in check(key, parent)]
-            for invariant, detail in found:
-                if invariant not in findings:
-                    findings[invariant] = (path, detail)
-            frontier.append((key, path))
-            if search.collect:
-                nodes.append((path, key, step))
+        new = len(best)
+        if (last or cut) and not search.collect:
+            # no next level (the last, or the budget ran out here): no frontier to order,
+            # nothing to remember; the least path key breaking each invariant (keys of one
+            # level have one length: compared in order)
+            for path, _, _, found in best.values():
+                for invariant, detail in found:
+                    if invariant not in findings or path < findings[invariant][0]:
+                        findings[invariant] = (path, detail)
+            frontier = []
+        else:
+            winners = sorted(best.items(), key=lambda item: item[1][0])
+            frontier = []
+            for k, (path, key, step, found) in winners:
+                seen.add(k)
+                for invariant, detail in found:
+                    if invariant not in findings:
+                        findings[invariant] = (path, detail)
+                frontier.append((key, path))
+                if search.collect:
+                    nodes.append((path, key, step))
+        del best
         rules: Counter[str] = Counter()
         for fired, times in firings.items():
             for rule in fired:
                 rules[rule] += times
-        conn.send(LevelReport(len(frontier), transitions, rules, findings, cut))
+        conn.send(LevelReport(new, transitions, rules, findings, cut))
 
 
 def explore_parallel(
@@ -296,7 +308,7 @@ def explore_parallel(
             processes.append(process)
         for level in range(1, depth + 1):
             for conn in conns:
-                conn.send(("level", deadline))
+                conn.send(("level", deadline, level == depth))
             # worker i sends one batch to each other worker, in worker order; relay them unread
             batches = [[conn.recv_bytes() for _ in range(workers - 1)] for conn in conns]
             for j, conn in enumerate(conns):
