@@ -23,7 +23,7 @@ from .epoch_cache import EpochCache
 from .history import History
 from .log import Log, Record
 from .messages import AlterPartition, Delivered, EpochResponse, FetchResponse, LeaderAndIsr, ParkedFetch, PendingProduce
-from .values import cached_hash, fast_init
+from .values import cached_hash, evolve, fast_init
 
 
 class Role(StrEnum):
@@ -228,6 +228,26 @@ class State:
         )
 
 
+OUTPUTS: dict[str, object] = {"fired": (), "delivered": (), "consumed": None, "epoch_query": None}
+"""The fields no step reads, each with its empty value: what the last step fired and
+delivered, the last consumer read and the last ``epoch_query`` answer. A step writes each
+whole (or clears it) and never reads it, ``enabled_steps`` does not look at them, and of
+the invariants only ConsumerBelowHw reads one (the consumer read, on the state a
+``consume`` made). So two states that differ only here have the same futures but for
+these fields (spec/replication.md, "State"; ``tests/test_explore.py`` checks it on every
+state and step of a search), and a search of the reference alone may hold them as one
+(``explore``'s ``merge_outputs``). An observer reads them: a search that replays an
+implementation keeps them."""
+
+
+def without_outputs(state: State) -> State:
+    """``state`` with every field of ``OUTPUTS`` empty."""
+    d = state.__dict__
+    if all(d[name] == empty for name, empty in OUTPUTS.items()):
+        return state
+    return evolve(state, **OUTPUTS)
+
+
 MEMO = "_memo"
 """Where a state keeps results computed from it (``invariants.py``); not a field, never
 copied to another state (``Draft``, ``evolve``)."""
@@ -276,6 +296,7 @@ __all__ = [
     "FOLLOWER",
     "LEADER",
     "NO_ROLE",
+    "OUTPUTS",
     "TRUNCATING",
     "ConsumeOutcome",
     "Controller",
@@ -289,4 +310,5 @@ __all__ = [
     "Role",
     "State",
     "state_at_start",
+    "without_outputs",
 ]

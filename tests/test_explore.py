@@ -13,7 +13,8 @@ from conformance.fixtures.loading import load_fixture_file
 from conformance.judging.runner import run_fixtures
 from conformance.search.explore import explore, leaf_paths, replay, witness_fixture
 from conformance.zoo import ZOO
-from reference_impl import Config, Generation, State, Step, apply, enabled_steps, initial_state
+from reference_impl import Config, Generation, State, Step, apply, check, enabled_steps, initial_state
+from reference_impl.state import OUTPUTS, without_outputs
 from reference_impl.values import evolve
 
 TWO = ("A", "B")
@@ -163,3 +164,84 @@ def test_the_search_keeps_one_object_per_equal_part() -> None:
     assert len(parents) > 1000
     assert len({id(r) for r in replicas}) == len(set(replicas)) < len(replicas) // 4
     assert len({id(c) for c in controllers}) == len(set(controllers))
+
+
+@pytest.mark.parametrize("generation", list(Generation))
+def test_no_step_reads_an_output(generation: Generation) -> None:
+    """``OUTPUTS`` (the last step's rules and deliveries, the last consumer read and
+    ``epoch_query`` answer) are read by no step and no invariant but ConsumerBelowHw: a
+    state and the same state without them enable the same steps, and each step takes the
+    two to one state but for those fields, firing the same rules (what lets ``explore``
+    merge them, ``merge_outputs``). Over every kind of step: faults, partial fetches,
+    timer ticks, epoch queries and elections in flight."""
+    from conformance.search.explore_alphabet import Richer
+
+    config = Config(replicas=("A", "B", "C"), generation=generation, replica_high_watermark_checkpoint_interval_ms=0)
+    rich = Richer(partial_fetches=True, timer_ticks=True, epoch_queries=True, in_flight=True)
+    _, tree = explore(config, depth=4, max_records=2, faults=True, extra=rich, max_states=4000)
+    with_outputs = [s for s in tree if without_outputs(s) is not s]
+    queried = set() if generation is Generation.HW_TRUNCATION else {"epoch_query"}  # (no epochs to ask of)
+    assert {name for s in with_outputs for name in OUTPUTS if getattr(s, name) != OUTPUTS[name]} == {
+        "delivered",
+        "consumed",
+        *queried,
+    }
+    # and, two replicas deep enough to commit records, every state whose consumer read some
+    two = Config(replicas=TWO, generation=generation, replica_high_watermark_checkpoint_interval_ms=0)
+    _, deeper = explore(two, depth=5, max_records=2, faults=True, max_states=20000)
+    read = [s for s in deeper if s.consumed is not None and s.consumed.records]
+    assert len(read) > 30
+    for state in [*with_outputs[::3], *read]:
+        bare = without_outputs(state)
+        steps = enabled_steps(state)
+        assert enabled_steps(bare) == steps and rich(bare, steps) == rich(state, steps)
+        broken = [v.invariant for v in check(state) if v.invariant != "ConsumerBelowHw"]
+        assert [v.invariant for v in check(bare)] == broken
+        for step in [*steps, *rich(state, steps)]:
+            after, after_bare = apply(state, step), apply(bare, step)
+            assert after.fired == after_bare.fired, step
+            assert without_outputs(after) == without_outputs(after_bare), step
+
+
+@pytest.mark.parametrize("generation", list(Generation))
+def test_merging_outputs_reaches_every_state_up_to_its_outputs(generation: Generation) -> None:
+    config = Config(replicas=TWO, generation=generation, replica_high_watermark_checkpoint_interval_ms=0)
+    full, tree = explore(config, depth=5, max_records=2)
+    merged, merged_tree = explore(config, depth=5, max_records=2, merge_outputs=True)
+    assert full.complete and merged.complete and merged.outputs_merged and not full.outputs_merged
+    assert set(merged_tree) == {without_outputs(s) for s in tree}
+    assert merged.states == len(merged_tree) < full.states * 3 // 4
+    assert [(f.invariant, len(f.path)) for f in merged.findings] == [(f.invariant, len(f.path)) for f in full.findings]
+
+
+def test_a_merged_search_checks_every_consumer_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ConsumerBelowHw reads an output, so a merged search checks it on every ``consume``,
+    where the state the read leaves may be known already: a reference whose reads claim an
+    HW of 0 breaks it, found at the depth the full search finds it, in parallel too."""
+    import conformance.search.explore as explore_module
+    import conformance.search.explore_parallel as parallel_module
+    from conformance.search.explore_parallel import available, search
+
+    real = explore_module.transition
+
+    def reads_past_the_hw(state: State, step: Step, firings: dict[tuple[str, ...], int]) -> State:
+        after = real(state, step, firings)
+        consumed = after.consumed
+        if consumed is not None and consumed is not state.consumed and consumed.records:
+            after.__dict__["consumed"] = evolve(consumed, hw=0)
+        return after
+
+    monkeypatch.setattr(explore_module, "transition", reads_past_the_hw)
+    monkeypatch.setattr(parallel_module, "transition", reads_past_the_hw)
+    config = Config(replicas=TWO, generation=Generation.LEADER_EPOCH, replica_high_watermark_checkpoint_interval_ms=0)
+    full, _ = explore(config, depth=5, max_records=1)
+    merged, _ = explore(config, depth=5, max_records=1, merge_outputs=True)
+    [finding] = full.findings
+    assert finding.invariant == "ConsumerBelowHw"
+    assert [(f.invariant, len(f.path), f.detail) for f in merged.findings] == [
+        (finding.invariant, len(finding.path), finding.detail)
+    ]
+    if available():
+        parallel, _ = search(config, depth=5, max_records=1, workers=2, tree=False, merge_outputs=True)
+        assert [(f.invariant, f.path) for f in parallel.findings] == [(f.invariant, f.path) for f in merged.findings]
+        assert parallel.levels == merged.levels

@@ -150,3 +150,36 @@ def test_explore_ctrl_c_shows_the_generations_that_finished(
     code, out, _ = _run(capsys, "explore", "--depth", 2, "--out", tmp_path, "--no-progress")
     assert code == 130
     assert "hw-truncation" in out and "INTERRUPTED (Ctrl-C): 1 generation(s) finished" in out
+
+
+def test_explore_alone_merges_outputs_on_the_cores_available(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Without --impl, explore holds states that differ only in their outputs as one
+    (``merge_outputs``) and searches on the cores available, at most four; with --impl,
+    on one process, outputs kept (the tree it replays must show every answer)."""
+    import conformance.corpus.backends as backends
+    import conformance.search.explore_parallel as explore_module
+    from conformance.search.explore import explore
+
+    real = explore_module.search
+    asked: list[tuple[int, bool, bool]] = []
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        asked.append((kwargs["workers"], kwargs["merge_outputs"], kwargs["tree"]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(explore_module, "search", spy)
+    monkeypatch.setattr(backends, "default_workers", lambda: 16)
+    alone = ["explore", "--depth", 4, "--generation", "leader-epoch", "--json", "--out", tmp_path]
+    code, out, _ = _run(capsys, *alone)
+    (gen,) = json.loads(out)["generations"]
+    config = reference_impl.Config(
+        replicas=("A", "B"), generation=Generation.LEADER_EPOCH, replica_high_watermark_checkpoint_interval_ms=0
+    )
+    merged, _ = explore(config, 4, merge_outputs=True)
+    kept, _ = explore(config, 4)
+    assert code == 0 and gen["states"] == merged.states < kept.states and gen["levels"] == merged.levels
+    code, _, _ = _run(capsys, *alone, "--workers", 1)
+    code, _, _ = _run(capsys, *alone, "--impl", "reference", "--workers", 3)
+    assert code == 0 and asked == [(4, True, False), (1, True, False), (1, False, True)]

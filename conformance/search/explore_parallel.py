@@ -50,6 +50,7 @@ from .explore import (
     Exploration,
     Finding,
     Shared,
+    drop_outputs,
     explore,
     state_key,
     steps_of,
@@ -76,6 +77,8 @@ class Search:
     collect: bool
     skip: bool
     """Whether steps that change nothing are not tried (``explore_reduce.pointless``)."""
+    merge_outputs: bool = False
+    """Whether states that differ only in their outputs are one (``explore``'s ``merge_outputs``)."""
 
     def steps(self, state: State) -> list[Step]:
         return steps_of(state, self.max_records, self.faults, self.extra, self.only)
@@ -164,9 +167,10 @@ def _worker(search: Search, me: int, conn: Connection, root: State) -> None:
     answers the parent process level by level (``explore_parallel``'s protocol). The
     collector is paused for the worker's whole life, as for the sequential search."""
     n = search.workers
-    reduce, skip, owner_of, max_records, faults, extra, only = (
+    reduce, skip, merge, owner_of, max_records, faults, extra, only = (
         search.reduce,
         search.skip,
+        search.merge_outputs,
         search.owner,
         search.max_records,
         search.faults,
@@ -199,6 +203,8 @@ def _worker(search: Search, me: int, conn: Connection, root: State) -> None:
         # key -> [path key, state, step, its violations]: a state's invariants are checked
         # where it is found, within the time budget (only the exchange comes after it)
         best: dict[State, list[Any]] = {}
+        # per invariant, the least path key of an arrival whose outputs break it (``drop_outputs``)
+        read: dict[str, tuple[PathKey, str]] = {}
         outgoing: list[list[tuple[PathKey, State, Step, list[tuple[str, str]]]]] = [[] for _ in range(n)]
         for count, (state, path) in enumerate(frontier):
             if deadline is not None and count % 32 == 0 and time.perf_counter() > deadline:
@@ -209,6 +215,11 @@ def _worker(search: Search, me: int, conn: Connection, root: State) -> None:
                     continue
                 after = transition(state, step, firings)
                 transitions += 1
+                if merge and (broken := drop_outputs(after)):
+                    for v in broken:
+                        here = (*path, i)
+                        if v.invariant not in read or here < read[v.invariant][0]:
+                            read[v.invariant] = (here, v.detail)
                 key = after
                 k = canonical(key) if reduce else key
                 if k in seen:
@@ -260,6 +271,9 @@ def _worker(search: Search, me: int, conn: Connection, root: State) -> None:
                 if search.collect:
                     nodes.append((path, key, step))
         del best
+        for invariant, (path, detail) in read.items():
+            if invariant not in findings or path < findings[invariant][0]:
+                findings[invariant] = (path, detail)
         rules: Counter[str] = Counter()
         for fired, times in firings.items():
             for rule in fired:
@@ -279,6 +293,7 @@ def explore_parallel(
     only: frozenset[str] | None = None,
     collect: bool = False,
     skip: bool = False,
+    merge_outputs: bool = False,
 ) -> tuple[Any, dict[State, tuple[State | None, Step | None]]]:
     """``explore.explore`` on ``workers`` processes (the module doc); returns the
     statistics and the search tree: the whole tree with ``collect``, otherwise the root
@@ -286,8 +301,8 @@ def explore_parallel(
 
     started = time.perf_counter()
     deadline = None if seconds is None else started + seconds
-    result = Exploration(config=config, depth_limit=depth)
-    search = Search(config, max_records, faults, reduce, extra, only, workers, collect, skip)
+    result = Exploration(config=config, depth_limit=depth, outputs_merged=merge_outputs)
+    search = Search(config, max_records, faults, reduce, extra, only, workers, collect, skip, merge_outputs)
     expected = EXPECTED_VIOLATIONS.get(config.generation, frozenset())
     root = state_key(initial_state(config))
     first: dict[str, tuple[PathKey, str]] = {}
@@ -394,19 +409,34 @@ def search(
     only: frozenset[str] | None = None,
     workers: int = 1,
     tree: bool = True,
+    merge_outputs: bool = False,
 ) -> tuple[Any, dict[State, tuple[State | None, Step | None]]]:
     """``explore.explore`` with ``workers``: more than one searches on that many forked
     processes (the same states, levels and witnesses; no sleep sets), unless ``max_states``,
     ``stop_on_finding`` or ``symmetry`` is asked for (they follow the sequential order) or
     processes cannot be forked; then the sequential search. ``tree``: whether the caller
     needs the whole search tree; without it a parallel search returns only the root and
-    the findings' paths (sending every state back would cost as much as finding it)."""
+    the findings' paths (sending every state back would cost as much as finding it).
+    ``merge_outputs``: as ``explore``'s (for a search of the reference alone)."""
     if workers > 1 and max_states is None and not stop_on_finding and not symmetry and available():
         skip = reduce is not False  # as ``explore``: pointless steps tried only when reduce is False
         reduced = len(config.replicas) >= 3 if reduce is None else reduce
-        return explore_parallel(config, depth, max_records, seconds, workers, faults, reduced, extra, only, tree, skip)
+        return explore_parallel(
+            config, depth, max_records, seconds, workers, faults, reduced, extra, only, tree, skip, merge_outputs
+        )
     return explore(
-        config, depth, max_records, seconds, max_states, stop_on_finding, faults, reduce, symmetry, extra, only
+        config,
+        depth,
+        max_records,
+        seconds,
+        max_states,
+        stop_on_finding,
+        faults,
+        reduce,
+        symmetry,
+        extra,
+        only,
+        merge_outputs,
     )
 
 
