@@ -5,6 +5,7 @@
 .venv/bin/python benchmarks/bench_explore.py --baseline eb53ccd --rounds 3 --gc-off
 .venv/bin/python benchmarks/bench_explore.py --replicas 3 --depth 5 --generation diverging-epoch
 .venv/bin/python benchmarks/bench_explore.py --baseline a567aee --workers 2 --depth 7 --rounds 2
+.venv/bin/python benchmarks/bench_explore.py --baseline f1fb291 --merge-outputs --depth 7
 ```
 
 Each measurement is one fresh process (``explore.explore`` on one config, two records, HW
@@ -16,7 +17,10 @@ baseline is ``git archive``d into a temporary directory; both must find the same
 and transitions (the search is exact), which is checked. With ``--workers N`` (N > 1) the
 search runs on N forked processes (``explore_parallel.search``): the CPU time is then the
 whole process tree's (the workers are reaped before it is read), and the wall time is
-printed too, since saving wall time is what the workers are for.
+printed too, since saving wall time is what the workers are for. With ``--merge-outputs``
+states that differ only in their outputs are one (``explore``'s ``merge_outputs``, what
+``kconform explore`` does without ``--impl``) in every tree that has the option: a baseline
+without it searches every state, and only trees that searched alike must agree.
 
 Why a benchmark of its own: issue 22 asks the default 60-second search to complete depth
 8 with two replicas and 6 with three, so its unit is states per CPU second
@@ -42,6 +46,9 @@ import gc, json, resource, sys, time
 from reference_impl import config_from_dict
 from conformance.search.explore import explore
 generation, replicas, depth, workers = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[5])
+import inspect
+can_merge = "merge_outputs" in inspect.signature(explore).parameters
+merge = {"merge_outputs": True} if sys.argv[6] == "merge" and can_merge else {}
 if sys.argv[4] == "gc-off":
     gc.disable()
 config = config_from_dict({
@@ -54,26 +61,35 @@ def used():
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 started, wall = (time.process_time(), time.perf_counter()) if workers == 1 else (used(), time.perf_counter())
 if workers == 1:
-    result, _ = explore(config, depth, 2)
+    result, _ = explore(config, depth, 2, **merge)
     cpu = time.process_time() - started
 else:
     from conformance.search.explore_parallel import search
-    result, _ = search(config, depth, 2, workers=workers, tree=False)
+    result, _ = search(config, depth, 2, workers=workers, tree=False, **merge)
     cpu = used() - started
 wall = time.perf_counter() - wall
 print(json.dumps({
     "states": result.states, "transitions": result.transitions, "levels": result.levels, "cpu": cpu, "wall": wall,
+    "merged": bool(merge),
 }))
 """
 
 
 def measure(
-    tree: Path, generation: str, replicas: int, depth: int, gc_off: bool = False, workers: int = 1
+    tree: Path,
+    generation: str,
+    replicas: int,
+    depth: int,
+    gc_off: bool = False,
+    workers: int = 1,
+    merge_outputs: bool = False,
 ) -> dict[str, object]:
     """One search in a fresh process importing the packages under ``tree`` (``gc_off``: with
-    the cyclic garbage collector off for the whole process; ``workers``: on that many)."""
+    the cyclic garbage collector off for the whole process; ``workers``: on that many;
+    ``merge_outputs``: states that differ only in their outputs as one, where the tree can)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    argv = [generation, str(replicas), str(depth), "gc-off" if gc_off else "gc", str(workers)]
+    merge = "merge" if merge_outputs else "keep"
+    argv = [generation, str(replicas), str(depth), "gc-off" if gc_off else "gc", str(workers), merge]
     done = subprocess.run(
         [sys.executable, "-c", CHILD, *argv],
         cwd=tree,
@@ -120,9 +136,15 @@ def main() -> int:
         "--workers", type=int, default=1, help="search on this many processes (explore_parallel; default: 1)"
     )
     parser.add_argument(
+        "--merge-outputs",
+        action="store_true",
+        help="states that differ only in their outputs as one, as kconform explore without --impl (in every "
+        "tree that has the option)",
+    )
+    parser.add_argument(
         "--smoke",
         action="store_true",
-        help="depth 3, one generation, one round, and once on two workers too (seconds)",
+        help="depth 3, one generation, one round, and once on two workers with outputs merged the other way (seconds)",
     )
     args = parser.parse_args()
     generations = args.generation or ["hw-truncation", "leader-epoch", "diverging-epoch"]
@@ -134,24 +156,27 @@ def main() -> int:
         trees = [(revision, checkout(revision, Path(tmp) / str(i))) for i, revision in enumerate(args.baseline or [])]
         trees.append(("this tree", ROOT))
         for generation in generations:
-            seen: dict[str, tuple[object, object]] = {}
+            seen: dict[str, tuple[object, object, object]] = {}
             for round_ in range(1, rounds + 1):
                 for name, tree in trees:
-                    figures = measure(tree, generation, args.replicas, depth, args.gc_off, args.workers)
+                    figures = measure(
+                        tree, generation, args.replicas, depth, args.gc_off, args.workers, args.merge_outputs
+                    )
                     states, cpu = int(str(figures["states"])), float(str(figures["cpu"]))
                     wall = f" ({float(str(figures['wall'])):.2f} s wall)" if args.workers > 1 else ""
+                    merged = ", outputs merged" if figures["merged"] else ""
                     print(
-                        f"{generation} {args.replicas} replicas depth {depth}, round {round_}, {name}: "
+                        f"{generation} {args.replicas} replicas depth {depth}, round {round_}, {name}{merged}: "
                         f"{states:,} states, {figures['transitions']:,} transitions, {cpu:.2f} CPU s{wall}, "
                         f"{states / cpu:,.0f} states per CPU s",
                         flush=True,
                     )
-                    seen[name] = (figures["states"], figures["transitions"])
-            if args.smoke and args.workers == 1:  # the workers' path must not rot either
-                figures = measure(ROOT, generation, args.replicas, depth, args.gc_off, 2)
-                print(f"{generation} depth {depth} on two workers: {figures['states']:,} states")
-                seen["two workers"] = (figures["states"], seen["this tree"][1])
-            if len(set(seen.values())) > 1:
+                    seen[name] = (figures["merged"], figures["states"], figures["transitions"])
+            if args.smoke and args.workers == 1:  # the workers' path and the merging must not rot either
+                figures = measure(ROOT, generation, args.replicas, depth, args.gc_off, 2, not args.merge_outputs)
+                print(f"{generation} depth {depth} on two workers, the other way: {figures['states']:,} states")
+                seen["two workers"] = (figures["merged"], figures["states"], figures["transitions"])
+            if any(len({v for v in seen.values() if v[0] is merged}) > 1 for merged in (True, False)):
                 print(f"{generation}: the trees searched differently: {seen}", file=sys.stderr)
                 return 1
     return 0
