@@ -89,6 +89,43 @@ def test_a_spent_time_budget_leaves_the_search_incomplete() -> None:
     assert not result.complete and result.depth_completed < 8
 
 
+class _Readings:
+    """A clock that moves one second per reading: how far a worker gets before its budget
+    runs out no longer depends on the machine (a forked worker counts on from the parent's)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+def test_a_level_the_budget_cuts_is_counted_where_found_and_ends_the_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The level the budget cuts is not exchanged (shipping it cost 10 s and more past a
+    60 s budget): its count is a lower bound, and the invariants broken on any state found
+    there are reported, each with a real witness."""
+    import conformance.search.explore_parallel as module
+    from reference_impl import check
+
+    config = _config(Generation.HW_TRUNCATION)
+    full, _ = explore(config, depth=6, max_records=1)
+    assert [f.invariant for f in full.findings] == ["StrongIsr"]
+    found = 0
+    for budget in (120.0, 160.0, 200.0):  # readings: the workers reach level 6 after about 50 each
+        monkeypatch.setattr(module, "time", _Readings())
+        cut, _ = search(config, depth=6, max_records=1, seconds=budget, workers=2, tree=False)
+        assert not cut.complete and cut.depth_completed == 5 and cut.levels[:5] == full.levels[:5]
+        assert 0 < cut.levels[5] < full.levels[5]
+        for finding in cut.findings:
+            end = initial_state(config)
+            for step in finding.path:
+                end = apply(end, step)
+            assert len(finding.path) == 6 and finding.invariant in {v.invariant for v in check(end)}
+            found += 1
+    assert found, "some cut level held the StrongIsr violation"
+
+
 def test_a_cached_hash_is_the_generated_one_and_stays_in_its_value() -> None:
     state = initial_state(_config(Generation.LEADER_EPOCH))
     fields = tuple(getattr(state, f.name) for f in dataclasses.fields(state) if f.compare)

@@ -16,9 +16,13 @@ Given an implementation (``replay``), every path that ends in a leaf of the sear
 replayed on it from a reset, step by step, comparing its observations with the reference's:
 the shortest disagreement becomes a witness fixture.
 
+Searching the reference alone, states that differ only in their outputs (``OUTPUTS``: no
+step reads them) may be held as one (``merge_outputs``): about a third fewer states.
+
 The search can also run on several forked processes (``explore_parallel.search``):
 the same states, levels and witnesses; on two idle cores 1.2-1.4 times faster for 1.4-1.6
-times the CPU, so off by default (docs/explore.md, "On several processes").
+times the CPU (``kconform explore`` uses the cores available, at most four; docs/explore.md,
+"On several processes").
 """
 
 from __future__ import annotations

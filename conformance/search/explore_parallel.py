@@ -203,8 +203,10 @@ def _worker(search: Search, me: int, conn: Connection, root: State) -> None:
         # key -> [path key, state, step, its violations]: a state's invariants are checked
         # where it is found, within the time budget (only the exchange comes after it)
         best: dict[State, list[Any]] = {}
-        # per invariant, the least path key of an arrival whose outputs break it (``drop_outputs``)
-        read: dict[str, tuple[PathKey, str]] = {}
+        # per invariant, the least path key of a state found but not kept in ``best`` that
+        # breaks it: an arrival whose outputs do (``drop_outputs``), or, on a level the budget
+        # cut, a state bound for another worker
+        aside: dict[str, tuple[PathKey, str]] = {}
         outgoing: list[list[tuple[PathKey, State, Step, list[tuple[str, str]]]]] = [[] for _ in range(n)]
         for count, (state, path) in enumerate(frontier):
             if deadline is not None and count % 32 == 0 and time.perf_counter() > deadline:
@@ -218,8 +220,8 @@ def _worker(search: Search, me: int, conn: Connection, root: State) -> None:
                 if merge and (broken := drop_outputs(after)):
                     for v in broken:
                         here = (*path, i)
-                        if v.invariant not in read or here < read[v.invariant][0]:
-                            read[v.invariant] = (here, v.detail)
+                        if v.invariant not in aside or here < aside[v.invariant][0]:
+                            aside[v.invariant] = (here, v.detail)
                 key = after
                 k = canonical(key) if reduce else key
                 if k in seen:
@@ -236,12 +238,26 @@ def _worker(search: Search, me: int, conn: Connection, root: State) -> None:
                     sent.add(k)
                     found = [(v.invariant, v.detail) for v in check(key, state)]
                     outgoing[owner].append(((*path, i), key, step, found))
+        if cut:
+            # The budget ran out here: the level is the search's last and is not exchanged
+            # (shipping and deduplicating it took 10 s and more past a 60 s budget with three
+            # replicas). Its count is the states this worker owns and found; the invariants
+            # are those broken on any state it found, checked where found.
+            for batch in outgoing:
+                for path, _, _, found in batch:
+                    for invariant, detail in found:
+                        if invariant not in aside or path < aside[invariant][0]:
+                            aside[invariant] = (path, detail)
+            outgoing = [[] for _ in range(n)]
         for owner in range(n):
             if owner != me:
                 conn.send_bytes(dumps(outgoing[owner]))
         del outgoing
         for _ in range(n - 1):
-            for path, key, step, found in pickle.loads(conn.recv_bytes()):
+            received = conn.recv_bytes()
+            if cut:
+                continue  # not counted here either: a lower bound, as the level is cut
+            for path, key, step, found in pickle.loads(received):
                 k = search.key(key)
                 if k in seen:
                     continue
@@ -271,7 +287,7 @@ def _worker(search: Search, me: int, conn: Connection, root: State) -> None:
                 if search.collect:
                     nodes.append((path, key, step))
         del best
-        for invariant, (path, detail) in read.items():
+        for invariant, (path, detail) in aside.items():
             if invariant not in findings or path < findings[invariant][0]:
                 findings[invariant] = (path, detail)
         rules: Counter[str] = Counter()
