@@ -34,8 +34,9 @@ def register(sub: Any) -> None:
         "--seconds",
         type=float,
         default=60.0,
-        help="time budget per generation; then the depth reached is reported (with --workers, the states found "
-        "by then are still exchanged and deduplicated: a fifth or so more) (default: 60)",
+        help="time budget per generation; then the depth reached is reported (the level it cut counts the states "
+        "found by then; on several workers, a lower bound: those bound for another worker are not counted) "
+        "(default: 60)",
     )
     ex.add_argument("--max-states", type=int, help="state budget per generation (default: no limit)")
     ex.add_argument("--min-insync", type=int, default=1, help="min.insync.replicas (default: 1)")

@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 import io
 import multiprocessing
+import os
 import pickle
 import time
 from collections import Counter
@@ -191,7 +192,11 @@ def _worker(search: Search, me: int, conn: Connection, root: State) -> None:
     while True:
         order = conn.recv()
         if order is None:
-            break
+            # The process ends here, its heap returned to the system at once: returning
+            # would free every state it kept object by object (seconds for a million, past
+            # the search's budget: the parent waits for the workers to end).
+            conn.close()
+            os._exit(0)
         if order == "tree":
             conn.send_bytes(dumps(nodes))
             continue
