@@ -126,6 +126,30 @@ def test_a_level_the_budget_cuts_is_counted_where_found_and_ends_the_search(monk
     assert found, "some cut level held the StrongIsr violation"
 
 
+def test_a_level_stopped_before_it_found_anything_leaves_the_one_before_complete(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``depth_completed`` is the level before the one a budget stopped, found something
+    there or not (it was one less when a search stopped at a level's first state); and a
+    level whose every state was expanded before the budget ran out is complete."""
+    import conformance.search.explore as sequential_module
+    import conformance.search.explore_parallel as module
+
+    config = _config(Generation.LEADER_EPOCH)
+    full, _ = explore(config, depth=4, max_records=1)
+    # the sequential search reads the clock once before each state it expands: with one
+    # reading a second, a budget of 1 + level 1's states expands levels 1 and 2 and stops
+    # at the first state of level 3
+    monkeypatch.setattr(sequential_module, "time", _Readings())
+    stopped, _ = explore(config, depth=4, max_records=1, seconds=1.0 + full.levels[0])
+    assert not stopped.complete and stopped.stopped_at == 3
+    assert stopped.levels == full.levels[:2] and stopped.depth_completed == 2
+    # two workers, a budget spent before the level starts (each reads the clock first)
+    monkeypatch.setattr(module, "time", _Readings())
+    at_once, _ = search(config, depth=4, max_records=1, seconds=0.5, workers=2, tree=False)
+    assert not at_once.complete and at_once.stopped_at == 1 and at_once.depth_completed == 0
+
+
 def test_a_cached_hash_is_the_generated_one_and_stays_in_its_value() -> None:
     state = initial_state(_config(Generation.LEADER_EPOCH))
     fields = tuple(getattr(state, f.name) for f in dataclasses.fields(state) if f.compare)

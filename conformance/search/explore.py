@@ -106,6 +106,8 @@ class Exploration:
     depth_reached: int = 0
     complete: bool = True
     """False when the time or state budget ran out before the depth limit was covered."""
+    stopped_at: int = 0
+    """The level being searched when a budget stopped the search (0: none did)."""
     seconds: float = 0.0
     rules: Counter[str] = field(default_factory=Counter)
     """How many transitions fired each spec rule."""
@@ -141,8 +143,9 @@ class Exploration:
 
     @property
     def depth_completed(self) -> int:
-        """The deepest level searched whole: every state that many steps from the start visited."""
-        return self.depth_reached if self.complete else max(0, self.depth_reached - 1)
+        """The deepest level searched whole: every state that many steps from the start visited
+        (the one before the level a budget stopped, even if that one found nothing yet)."""
+        return self.depth_reached if self.complete else max(0, self.stopped_at - 1)
 
     @property
     def states_per_second(self) -> float:
@@ -414,6 +417,10 @@ def explore(
         next_frontier: list[tuple[State, State | None]] = []
         next_sleeping: dict[State, frozenset[Step]] = {}
         for state, mine in frontier:
+            # before each state, so that a level whose every state was expanded is complete
+            if seconds is not None and time.perf_counter() - started > seconds:
+                result.complete, result.stopped_at = False, level
+                break
             steps = steps_of(state, max_records, faults, extra, only)
             asleep = sleeping.get(mine, nothing) if mine is not None and sleeping else nothing
             done: list[Step] = []
@@ -467,10 +474,9 @@ def explore(
                 if violations:
                     record(key, violations)
                 if (max_states is not None and result.states >= max_states) or (stop_on_finding and result.findings):
-                    result.complete = False
+                    result.complete, result.stopped_at = False, level
                     break
-            if not result.complete or (seconds is not None and time.perf_counter() - started > seconds):
-                result.complete = False
+            if not result.complete:
                 break
         if next_frontier:
             result.depth_reached = level

@@ -365,7 +365,7 @@ def explore_parallel(
                 result.depth_reached = level
                 result.levels.append(new)
             if any(r.cut for r in reports):
-                result.complete = False
+                result.complete, result.stopped_at = False, level
                 break
             if not new:
                 break
