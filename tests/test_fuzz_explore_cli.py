@@ -180,6 +180,9 @@ def test_explore_alone_merges_outputs_on_the_cores_available(
     merged, _ = explore(config, 4, merge_outputs=True)
     kept, _ = explore(config, 4)
     assert code == 0 and gen["states"] == merged.states < kept.states and gen["levels"] == merged.levels
+    assert gen["outputs_merged"] is True
     code, _, _ = _run(capsys, *alone, "--workers", 1)
-    code, _, _ = _run(capsys, *alone, "--impl", "reference", "--workers", 3)
+    code, out, _ = _run(capsys, *alone, "--impl", "reference", "--workers", 3)
+    (gen,) = json.loads(out)["generations"]
     assert code == 0 and asked == [(4, True, False), (1, True, False), (1, False, True)]
+    assert gen["outputs_merged"] is False and gen["states"] == kept.states

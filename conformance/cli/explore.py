@@ -270,6 +270,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
                 found.append(f"{args.impl}: level {args.level} not established: {result.certificate()[1]}")
         record.update(
             states=result.states,
+            outputs_merged=result.outputs_merged,
             transitions=result.transitions,
             depth=result.depth_reached,
             depth_completed=result.depth_completed,
@@ -313,6 +314,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
     else:
         headers = ["generation", "states", "transitions", "depth", "s", "states/s", "rules", "paths replayed"]
         emit(table(rows, [*headers, "findings"], maxcolwidths=[None] * 8 + [70]) + "\n")
+        if adapter is None and rows:
+            emit("states: those that differ only in their outputs counted as one (docs/explore.md)\n")
         if interrupted:
             emit(f"INTERRUPTED (Ctrl-C): {len(rows)} generation(s) finished are shown\n")
     if interrupted:
