@@ -241,6 +241,9 @@ def test_a_merged_search_checks_every_consumer_read(monkeypatch: pytest.MonkeyPa
     assert [(f.invariant, len(f.path), f.detail) for f in merged.findings] == [
         (finding.invariant, len(finding.path), finding.detail)
     ]
+    first, _ = explore(config, depth=5, max_records=1, merge_outputs=True, stop_on_finding=True)
+    assert [f.path for f in first.findings] == [merged.findings[0].path] and not first.complete
+    assert first.states < merged.states
     if available():
         parallel, _ = search(config, depth=5, max_records=1, workers=2, tree=False, merge_outputs=True)
         assert [(f.invariant, f.path) for f in parallel.findings] == [(f.invariant, f.path) for f in merged.findings]

@@ -434,6 +434,9 @@ def explore(
                 result.transitions += 1
                 if merge_outputs and (read := drop_outputs(after)):
                     record_arrival(state, step, read)
+                    if stop_on_finding:
+                        result.complete, result.stopped_at = False, level
+                        break
                 key = after
                 k: State | None = None
                 if not merged:
