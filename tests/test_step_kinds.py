@@ -111,6 +111,7 @@ SPELLED: dict[str, set[str]] = {
     "conformance/zoo/truncation.py": {"restart"},
     "reference_impl/follower.py": {"epoch_request", "fetch"},  # which request is in flight
     "reference_impl/observe.py": {"epoch_query", "fetch"},  # observation fields of the same name
+    "reference_impl/state.py": {"epoch_query"},  # the state field of the same name, an output (OUTPUTS)
 }
 """Every file that spells a step kind outside the table, and the kinds it spells. A new
 kind belongs in the table, its rule modules, a fixture and the docs; spelled anywhere
