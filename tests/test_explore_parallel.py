@@ -148,6 +148,15 @@ def test_a_level_stopped_before_it_found_anything_leaves_the_one_before_complete
     monkeypatch.setattr(module, "time", _Readings())
     at_once, _ = search(config, depth=4, max_records=1, seconds=0.5, workers=2, tree=False)
     assert not at_once.complete and at_once.stopped_at == 1 and at_once.depth_completed == 0
+    # budgets spent once a level is found and exchanged (each worker reads the clock before
+    # every 32 states it expands and once after the exchange; these two run out at the
+    # reading after level 2's exchange, and level 3's): the level is whole, and the search
+    # stops without starting the next (which would find a few states and be cut)
+    for budget, levels in ((3.5, 2), (6.5, 3)):
+        monkeypatch.setattr(module, "time", _Readings())
+        spent, _ = search(config, depth=4, max_records=1, seconds=budget, workers=2, tree=False)
+        assert not spent.complete and spent.stopped_at == levels + 1 and spent.depth_completed == levels
+        assert spent.levels == full.levels[:levels]
 
 
 def test_a_cached_hash_is_the_generated_one_and_stays_in_its_value() -> None:

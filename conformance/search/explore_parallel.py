@@ -160,6 +160,9 @@ class LevelReport:
     """Per invariant, the least path key among the new states breaking it, and the detail."""
     cut: bool
     """The time budget ran out before this worker expanded its whole frontier."""
+    spent: bool = False
+    """The level is whole, but the budget ran out by the time it was exchanged: there is
+    no next level (its frontier was not built)."""
 
 
 @without_gc
@@ -271,7 +274,10 @@ def _worker(search: Search, me: int, conn: Connection, root: State) -> None:
                     best[k] = [path, key, step, found]
         findings: dict[str, tuple[PathKey, str]] = {}
         new = len(best)
-        if (last or cut) and not search.collect:
+        # out of time once the level is found and exchanged: the next level would be cut at
+        # its first state, so its frontier is not built (ordering a million states took seconds)
+        spent = not cut and deadline is not None and time.perf_counter() > deadline
+        if (last or cut or spent) and not search.collect:
             # no next level (the last, or the budget ran out here): no frontier to order,
             # nothing to remember; the least path key breaking each invariant (keys of one
             # level have one length: compared in order)
@@ -299,7 +305,7 @@ def _worker(search: Search, me: int, conn: Connection, root: State) -> None:
         for fired, times in firings.items():
             for rule in fired:
                 rules[rule] += times
-        conn.send(LevelReport(new, transitions, rules, findings, cut))
+        conn.send(LevelReport(new, transitions, rules, findings, cut, spent))
 
 
 def explore_parallel(
@@ -366,6 +372,9 @@ def explore_parallel(
                 result.levels.append(new)
             if any(r.cut for r in reports):
                 result.complete, result.stopped_at = False, level
+                break
+            if level < depth and any(r.spent for r in reports):
+                result.complete, result.stopped_at = False, level + 1
                 break
             if not new:
                 break
