@@ -179,7 +179,7 @@ def test_verdicts_are_the_same_with_and_without_pipelining(impl: str, fixtures: 
 
 PROGRAM = textwrap.dedent(
     """
-    import json, sys
+    import json, os, sys
     steps = 0
     for line in sys.stdin:
         r = json.loads(line)
@@ -196,9 +196,14 @@ PROGRAM = textwrap.dedent(
             steps += 1
             if steps == CRASH_AT:
                 sys.exit(3)
+            if steps == DEAF_AT:  # stops reading its input, answers this step, then exits
+                os.close(0)
             body = {"observation": {"clock_ms": steps}}
         sys.stdout.write(json.dumps({"seq": r["seq"], "ok": True, **body}) + "\\n")
         sys.stdout.flush()
+        if r["cmd"] == "step" and steps == DEAF_AT:
+            print("ticker: stopped reading at step", steps, file=sys.stderr, flush=True)
+            sys.exit(3)
     """
 )
 
@@ -206,9 +211,11 @@ CONFIG = {"replicas": ["A", "B"], "generation": "leader-epoch"}
 
 
 @contextlib.contextmanager
-def ticker(crash_at: int = 0) -> Iterator[StdioAdapter]:
-    """A pipelining program of ticks, reset and ready (exits on step ``crash_at``, 0: never)."""
-    adapter = StdioAdapter([sys.executable, "-c", PROGRAM.replace("CRASH_AT", str(crash_at))], timeout_s=5)
+def ticker(crash_at: int = 0, deaf_at: int = 0) -> Iterator[StdioAdapter]:
+    """A pipelining program of ticks, reset and ready (exits on step ``crash_at``; closes its
+    input on step ``deaf_at``, answers it and exits; 0: never)."""
+    program = PROGRAM.replace("CRASH_AT", str(crash_at)).replace("DEAF_AT", str(deaf_at))
+    adapter = StdioAdapter([sys.executable, "-c", program], timeout_s=5)
     try:
         adapter.describe()
         adapter.reset(CONFIG)
@@ -238,6 +245,26 @@ def test_a_process_that_fails_on_a_step_no_run_needed_is_restarted_quietly() -> 
         assert adapter.step(tick[0]).observation == {"clock_ms": 1}
         adapter.reset(CONFIG)  # the process exits on the third step, which no run judged
         assert adapter.step(ticks(1)[0]).observation == {"clock_ms": 1}
+
+
+def test_a_process_that_stops_reading_fails_the_step_it_did_not_answer_not_the_sending() -> None:
+    """A step sent ahead after the process closed its input is not written, and nothing is
+    raised while sending (the judge sends ahead between two steps: an error there ended the
+    whole command, seen as a flake under load); the answers it wrote still count, and the
+    step it never answered fails with its exit code and stderr."""
+    with ticker(deaf_at=1) as adapter:
+        tick = ticks(3)
+        assert adapter.send_ahead(tick[0])
+        assert adapter.step(tick[0]).observation == {"clock_ms": 1}
+        assert adapter._proc is not None
+        adapter._proc.wait(timeout=10)  # it has exited: a write now finds no reader
+        assert not adapter.send_ahead(tick[1])
+        with pytest.raises(AdapterError, match="stopped reading its input before the step request") as caught:
+            adapter.step(tick[1])
+        assert "exited with code 3" in caught.value.message
+        assert "stopped reading at step 1" in caught.value.detail
+        adapter.reset(CONFIG)  # a fresh process takes steps ahead again
+        assert adapter.send_ahead(tick[2]) and adapter.step(tick[2]).observation == {"clock_ms": 1}
 
 
 def test_a_step_asked_for_out_of_order_is_a_kconform_bug_said_as_such() -> None:

@@ -98,6 +98,8 @@ class StdioAdapter(Adapter):
         self._ahead: deque[tuple[int, dict[str, Any], str, int]] = deque()
         """Steps sent ahead whose replies are not read yet: (seq, the step, its line, its bytes)."""
         self._ahead_bytes = 0
+        self._input_closed = False
+        """A step sent ahead found the process no longer reading its input (``_send``)."""
 
     # --- process management -------------------------------------------------------
 
@@ -117,6 +119,7 @@ class StdioAdapter(Adapter):
         self._pending = bytearray()
         self._stderr.clear()
         self._seq = 0
+        self._input_closed = False
         proc = self._proc
         self._stderr_pump = threading.Thread(target=self._pump_stderr, args=(proc, self._stderr), daemon=True)
         self._stderr_pump.start()
@@ -234,14 +237,23 @@ class StdioAdapter(Adapter):
         seq, line = sent
         return self._receive(seq, message["cmd"], line, timeout_s)
 
-    def _send(self, message: dict[str, Any], room: int | None = None) -> tuple[int, str] | None:
+    def _send(self, message: dict[str, Any], room: int | None = None, ahead: bool = False) -> tuple[int, str] | None:
         """Write one request; its seq and line (the reply is read by ``_receive``). With
-        ``room``: only if its line takes at most that many bytes (None: not written)."""
+        ``room``: only if its line takes at most that many bytes (None: not written).
+
+        ``ahead``: a step sent before the replies to earlier ones are read. If the process
+        no longer reads its input, it is not written (None) and nothing is raised: the
+        replies it wrote before it stopped are still to be read and judged, and the step
+        whose reply is missing is the one the failure is reported at (``_receive``, or this
+        method when that step is sent on its own)."""
         assert self._proc is not None and self._proc.stdin is not None
         message = {**message, "seq": self._seq + 1}
         line = _encode(message)
         if room is not None and len(line) + 1 > room:
             return None
+        if ahead and self._input_closed:
+            return None
+        said = self._last_request, self._last_reply
         self._seq += 1
         self._last_request, self._last_reply = line, ""
         try:
@@ -250,6 +262,11 @@ class StdioAdapter(Adapter):
             while data:
                 data = data[os.write(fd, data) :]
         except OSError:
+            if ahead:
+                self._input_closed = True
+                self._seq -= 1
+                self._last_request, self._last_reply = said
+                return None
             raise self._gone(f"the process stopped reading its input before the {message['cmd']} request") from None
         return self._seq, line
 
@@ -340,7 +357,8 @@ class StdioAdapter(Adapter):
         if len(self._ahead) >= MAX_AHEAD:
             return False
         # the first step in flight always goes (nothing is waiting on the pipe)
-        sent = self._send({"cmd": "step", "step": step}, MAX_AHEAD_BYTES - self._ahead_bytes if self._ahead else None)
+        room = MAX_AHEAD_BYTES - self._ahead_bytes if self._ahead else None
+        sent = self._send({"cmd": "step", "step": step}, room, ahead=True)
         if sent is None:
             return False
         seq, line = sent

@@ -270,8 +270,8 @@ def judge(
             if frontier is not None:
                 frontier.step(ps.step, _state_of(ps), internal=True)
         else:
-            do = ahead.take(n, produced) if ahead is not None else wire_step(ps.step, produced)
-            try:
+            try:  # sending ahead is the implementation's exchange too: its faults are this step's
+                do = ahead.take(n, produced) if ahead is not None else wire_step(ps.step, produced)
                 answer = adapter.step(do)
             except Exception as exc:
                 message, detail = fault(exc)

@@ -15,6 +15,8 @@ Usage: broken_adapter.py MODE, with MODE one of:
   exit-at-start         writes a message to stderr and exits with code 2 before reading
   hang-at-hello         never answers hello
   bad-observation       reports isr as a string and replicas as a list (wrong shapes)
+  deaf-after-first-step closes its input on the first step of every fixture, answers it,
+                        then exits with code 3 (a step sent ahead later finds no reader)
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ class Broken(Handler):
             os._exit(3)
         if MODE == "hang":
             time.sleep(3600)
+        if MODE == "deaf-after-first-step" and self.steps_since_reset == 1:
+            os.close(0)
         reply = super().cmd_step(request)
         if MODE == "wrong-hw" and "observation" in reply:
             for replica in reply["observation"]["replicas"].values():
@@ -97,6 +101,9 @@ def main() -> None:
             reply = {"seq": seq, "ok": False, "error": str(exc)}
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
+        if MODE == "deaf-after-first-step" and request["cmd"] == "step" and handler.steps_since_reset == 1:
+            print("broken adapter: stopped reading after step 1", file=sys.stderr, flush=True)
+            sys.exit(3)
 
 
 if __name__ == "__main__":
