@@ -186,3 +186,20 @@ def test_explore_alone_merges_outputs_on_the_cores_available(
     (gen,) = json.loads(out)["generations"]
     assert code == 0 and asked == [(4, True, False), (1, True, False), (1, False, True)]
     assert gen["outputs_merged"] is False and gen["states"] == kept.states
+
+
+def test_a_shrink_candidate_with_no_step_left_is_not_a_skipped_run() -> None:
+    """Shrinking a failure at step 1 tries the run without it: nothing to run, which is not
+    a run the implementation's limits skipped (it was reported so, with an empty reason)."""
+    from conformance.judging.runner import run_fixture
+    from conformance.search.stateful import Judge
+    from conformance.search.walk import walk
+
+    adapter = ReferenceAdapter()
+    judge = Judge(adapter, Generation.LEADER_EPOCH)
+    config = reference_impl.config_from_dict({"replicas": ["A", "B"], "generation": "leader-epoch"})
+    assert judge.replay(config, []) is None
+    assert judge.stats.shrink_runs == 1 and not judge.stats.skipped
+    empty = walk(config, [], "empty", source="test").fixture
+    result = run_fixture(adapter, adapter.describe(), empty, "reference")
+    assert (result.outcome, result.reason) == ("skipped", "nothing to run: no steps")

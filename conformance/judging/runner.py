@@ -419,7 +419,7 @@ FAILING_AT = {
 def _nothing_left(lowered: Plan, description: Description, level: str) -> str | None:
     """Why nothing of the fixture can be checked on this implementation, or None."""
     if not lowered.steps:
-        return f"nothing left to run: {lowered.stopped}"
+        return f"nothing left to run: {lowered.stopped}" if lowered.stopped else "nothing to run: no steps"
     if level == "safety":
         return None
     kept = [c for s in lowered.steps for c in s.checks]

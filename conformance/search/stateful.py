@@ -216,6 +216,8 @@ class Judge:
         self.broken: dict[str, int] = {}
         """Invariant -> the number of the step after which the reference first broke it, this run."""
         self.runs = 0
+        self.shrinking = False
+        """``replay`` is judging a run again (to shrink it): its skips are not counted as runs'."""
         self.progress = True
         """End every run with a fair suffix on the implementation's own path and check the
         PROGRESS-* properties (``judge``'s ``progress``)."""
@@ -318,7 +320,8 @@ class Judge:
                 }
             )
         if result.outcome == "skipped":  # it needs what the implementation declares it lacks (limits)
-            self.stats.skipped[re.sub(r"\d+", "N", result.reason)] += 1
+            if not self.shrinking:  # a drawn run; a shrink candidate (even an empty one) is not one
+                self.stats.skipped[re.sub(r"\d+", "N", result.reason)] += 1
             return None
         relevant = [f for f in result.failures if f["level"] in FAILING_AT[self.level] and "known" not in f]
         if not relevant:
@@ -387,6 +390,7 @@ class Judge:
         """Judge ``steps`` from a reset to ``initial`` (as drawn: steps the reference refuses
         stay, to be refused); the failure, if any."""
         self.stats.shrink_runs += 1
+        self.shrinking = True
         try:
             self.start(config, initial)
             for step in steps:
@@ -394,6 +398,8 @@ class Judge:
             return self.finish()
         except AdapterError:
             return None
+        finally:
+            self.shrinking = False
 
 
 def own_path_run(
