@@ -293,15 +293,15 @@ def judge(
                         _safety(result, watch, do, observation, where)
                     continue
                 if (answer.rejected is None) != (ps.rejected is None):
-                    expected = "accepted" if ps.rejected is None else f"rejected ({ps.rejected})"
+                    wanted = "accepted" if ps.rejected is None else f"rejected ({ps.rejected})"
                     rule = f" [{answer.rule}]" if answer.rule else ""
                     actual = "accepted" if answer.rejected is None else f"rejected{rule}: {answer.rejected}"
-                    failure = {**where, "level": "stop", "field": "(step)", "expected": expected, "actual": actual}
+                    failure = {**where, "level": "stop", "field": "(step)", "expected": wanted, "actual": actual}
                     # settled: not a failure if a reference state the visible steps reach does the same
                     if frontier is None or not frontier.decide(ps.step, performed=answer.rejected is None):
                         result.failures.append(failure)
                         result.stopped = (
-                            f"step {fs.number} ({fs.step.kind}): {actual} where the reference is {expected}; "
+                            f"step {fs.number} ({fs.step.kind}): {actual} where the reference is {wanted}; "
                             "the states can no longer be compared, so the run ends here"
                         )
                         break
