@@ -98,8 +98,6 @@ class StdioAdapter(Adapter):
         self._ahead: deque[tuple[int, dict[str, Any], str, int]] = deque()
         """Steps sent ahead whose replies are not read yet: (seq, the step, its line, its bytes)."""
         self._ahead_bytes = 0
-        self._input_closed = False
-        """A step sent ahead found the process no longer reading its input (``_send``)."""
 
     # --- process management -------------------------------------------------------
 
@@ -119,7 +117,6 @@ class StdioAdapter(Adapter):
         self._pending = bytearray()
         self._stderr.clear()
         self._seq = 0
-        self._input_closed = False
         proc = self._proc
         self._stderr_pump = threading.Thread(target=self._pump_stderr, args=(proc, self._stderr), daemon=True)
         self._stderr_pump.start()
@@ -251,8 +248,6 @@ class StdioAdapter(Adapter):
         line = _encode(message)
         if room is not None and len(line) + 1 > room:
             return None
-        if ahead and self._input_closed:
-            return None
         said = self._last_request, self._last_reply
         self._seq += 1
         self._last_request, self._last_reply = line, ""
@@ -262,8 +257,7 @@ class StdioAdapter(Adapter):
             while data:
                 data = data[os.write(fd, data) :]
         except OSError:
-            if ahead:
-                self._input_closed = True
+            if ahead:  # (every later write fails the same way: the pipe has no reader)
                 self._seq -= 1
                 self._last_request, self._last_reply = said
                 return None
