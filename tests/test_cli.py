@@ -339,6 +339,27 @@ def test_validate_and_run_on_a_folder_without_fixtures_exit_2(
         assert code == 2 and f"no fixture files (*.yaml, *.yml) under {tmp_path}" in err, err
 
 
+def test_fixture_files_named_without_the_option_are_run_and_listed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``kconform run my-story.yaml`` runs that file (only it), as ``validate`` and
+    ``explain`` take paths; with ``--fixtures`` too, both are taken."""
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(
+        (ROOT / "fixtures" / "seeds" / "01-normal-round.yaml").read_text().replace("id: seed-01-", "id: mine-01-")
+    )
+    results = tmp_path / "r.json"
+    code, _, err = run(capsys, "run", str(mine), "--no-progress", "--results", str(results))
+    assert code == 0, err
+    ids = {f["id"].split("/")[0] for f in json.loads(results.read_text())["fixtures"]}
+    assert ids == {"mine-01-normal-round"}
+    second = ROOT / "fixtures" / "seeds" / "02-purgatory.yaml"
+    code, out, _ = run(capsys, "list", str(mine), "--fixtures", str(second))
+    assert code == 0 and "mine-01-normal-round/" in out and "seed-02-purgatory/" in out and "seed-03" not in out
+    code, _, err = run(capsys, "run", str(tmp_path / "nope.yaml"), "--no-progress", "--results", str(results))
+    assert code == 2 and "nope.yaml: (file): no such file or folder" in err, err
+
+
 def test_a_missing_path_is_named_without_a_made_up_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     missing = tmp_path / "nope.yaml"
     code, _, err = run(capsys, "validate", str(missing))

@@ -78,12 +78,18 @@ def color_enabled(choice: str, stream: TextIO) -> bool:
 
 
 def add_selection(p: argparse.ArgumentParser) -> None:
+    """The fixture selection options. Fixture files and folders may also be named without
+    ``--fixtures`` (``kconform run my-story.yaml``, as ``validate`` and ``explain`` take
+    them): ``fixture_paths`` merges them in."""
     p.add_argument(
         "--fixtures",
         action="append",
         type=Path,
         metavar="PATH",
         help="fixture file or folder (repeatable; default: the bundled fixtures/)",
+    )
+    p.add_argument(
+        "paths", nargs="*", type=Path, metavar="PATH", help="fixture files or folders, the same as --fixtures PATH"
     )
     p.add_argument(
         "--tag", action="append", default=[], help="only fixtures with this tag (repeatable: any of them; default: all)"
@@ -104,6 +110,13 @@ def add_selection(p: argparse.ArgumentParser) -> None:
     )
 
 
+def fixture_paths(args: argparse.Namespace) -> list[Path] | None:
+    """The fixture files and folders the command line names, with ``--fixtures`` or
+    without (None: the bundled fixtures)."""
+    named = [*(args.fixtures or ()), *(getattr(args, "paths", None) or ())]
+    return named or None
+
+
 def load_fixtures_under(paths: list[Path] | None) -> list[Fixture]:
     """Every fixture under ``paths``; exit 2 on any problem or when there is none."""
     from ..fixtures.loading import fixture_files, load_fixtures
@@ -120,7 +133,7 @@ def load_fixtures_under(paths: list[Path] | None) -> list[Fixture]:
 
 
 def select(args: argparse.Namespace) -> list[Fixture]:
-    fixtures = load_fixtures_under(args.fixtures)
+    fixtures = load_fixtures_under(fixture_paths(args))
     out = []
     for f in fixtures:
         if args.tag and not set(args.tag) & set(f.tags):

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import add_selection, command_parser, emit, fail, select, table
+from .common import add_selection, command_parser, emit, fail, fixture_paths, select, table
 
 
 def register(sub: Any) -> None:
@@ -106,7 +106,7 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
 
     searching = args.fuzz_budget > 0 or args.explore_depth > 0
     # an empty folder measures fuzz and explore alone
-    fixtures = [] if searching and args.fixtures and not fixture_files(args.fixtures) else select(args)
+    fixtures = [] if searching and (named := fixture_paths(args)) and not fixture_files(named) else select(args)
     generations = [Generation(g) for g in args.generation] or list(Generation)
     from ..corpus.progress import Progress
 
@@ -146,7 +146,7 @@ def cmd_knockout(args: argparse.Namespace) -> int:
     if unknown:
         fail(f"no rule {', '.join(unknown)} in spec/replication.md (rules: {', '.join(known)})")
     searching = args.fuzz_budget > 0 or args.explore_depth > 0
-    fixtures = [] if searching and args.fixtures and not fixture_files(args.fixtures) else select(args)
+    fixtures = [] if searching and (named := fixture_paths(args)) and not fixture_files(named) else select(args)
     generations = [Generation(g) for g in args.generation] or list(Generation)
     show = not args.no_progress and args.format == "terminal" and sys.stderr.isatty()
 
