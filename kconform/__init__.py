@@ -30,7 +30,7 @@ from conformance.adapters.in_process import FunctionAdapter, ReferenceAdapter, S
 from conformance.adapters.stdio import StdioAdapter
 from conformance.fixtures.loading import Fixture, FixtureError, FixtureStep, Problem, load_fixtures
 from conformance.fixtures.paths import FIXTURES_DIR as BUNDLED_FIXTURES
-from conformance.implementations.registry import UnknownImplementation, resolve
+from conformance.implementations.registry import ImplementationUnavailable, UnknownImplementation, resolve
 from conformance.judging.expectations import Expectations, load_expectations
 from conformance.judging.runner import OUTCOMES, FixtureResult, run_fixture
 from conformance.reports import FORMATS as REPORT_FORMATS
@@ -83,6 +83,7 @@ __all__ = [
     "FunctionAdapter",
     "Generation",
     "Implementation",
+    "ImplementationUnavailable",
     "Problem",
     "ReferenceAdapter",
     "ResultsDocument",

@@ -283,7 +283,11 @@ def test_module_factory_is_found_in_the_current_folder(
     assert code == 0  # a class whose arguments have defaults is a factory too
     (tmp_path / "kconform_test_bad_factory.py").write_text("def adapter(name):\n    return None\n")
     code, _, err = run(capsys, "run", "--impl", "kconform_test_bad_factory:adapter", "--no-progress")
-    assert code == 2 and "calling the factory raised TypeError" in err
+    assert code == 2 and "the factory must take no arguments" in err, err
+    (tmp_path / "kconform_test_raising_factory.py").write_text("def adapter():\n    raise OSError('no broker here')\n")
+    code, _, err = run(capsys, "run", "--impl", "kconform_test_raising_factory:adapter", "--no-progress")
+    assert code == 2 and "calling the factory raised OSError: no broker here (at " in err, err
+    assert "kconform_test_raising_factory.py:2)" in err and "must take no arguments" not in err, err
 
 
 @pytest.mark.parametrize("argv", [["list"], ["explain", "seed-01-normal-round"], ["impls"]])

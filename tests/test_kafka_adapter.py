@@ -174,8 +174,11 @@ def test_a_missing_build_names_the_build_command(tmp_path: Path, monkeypatch: py
     if "java" in kafka_impl.missing_tools():
         pytest.skip("needs java on PATH")
     monkeypatch.setenv(kafka_impl.ENV_DIR, str(tmp_path / "adapters" / "kafka"))
-    with pytest.raises(kconform.UnknownImplementation, match=re.escape(kafka_impl.BUILD_COMMAND)):
+    with pytest.raises(kconform.UnknownImplementation, match=re.escape(kafka_impl.BUILD_COMMAND)) as raised:
         kconform.resolve("kafka")
+    # said as what to do, not as a fault of the factory
+    assert str(raised.value).startswith("kafka: the Kafka adapter is not built"), raised.value
+    assert "raised" not in str(raised.value) and "no arguments" not in str(raised.value)
 
 
 ADAPTERS = Path(__file__).resolve().parents[1] / "adapters"

@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 from ..adapters.stdio import StdioAdapter
+from .registry import ImplementationUnavailable
 
 ENV_DIR = "KCONFORM_KAFKA_ADAPTER"
 """Overrides where the adapter's Maven project lives (default: ``adapters/kafka`` of this checkout)."""
@@ -33,7 +34,7 @@ START_TIMEOUT_S = 120.0
 """A JVM loading Kafka on a loaded two-core machine takes seconds, not milliseconds."""
 
 
-class KafkaAdapterUnavailable(Exception):
+class KafkaAdapterUnavailable(ImplementationUnavailable):
     """The adapter cannot be started here; the message says what to install or run."""
 
 

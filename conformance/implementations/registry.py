@@ -14,6 +14,7 @@ Three forms:
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import sys
 from dataclasses import dataclass
@@ -28,6 +29,12 @@ GROUP = "kconform.implementations"
 
 class UnknownImplementation(Exception):
     """The name does not resolve; the message lists what does."""
+
+
+class ImplementationUnavailable(Exception):
+    """Raised by a factory when its implementation cannot start on this machine (not
+    built, a tool missing): the message says what to install or run, and is shown as it
+    is (``kconform: NAME: MESSAGE``), not as a fault of the factory."""
 
 
 @dataclass(frozen=True)
@@ -133,11 +140,20 @@ def _call(factory: object, spec: str) -> Adapter:
     if not callable(factory):
         raise UnknownImplementation(f"{spec}: {factory!r} is not callable")
     try:
+        inspect.signature(factory).bind()
+    except TypeError as exc:
+        raise UnknownImplementation(
+            f"{spec}: the factory must take no arguments and return a kconform Adapter ({exc})"
+        ) from None
+    except ValueError:  # no signature to read (a builtin): calling it tells
+        pass
+    try:
         adapter = factory()
+    except ImplementationUnavailable as exc:  # it says what to do
+        raise UnknownImplementation(f"{spec}: {exc}") from None
     except Exception as exc:  # the user's factory: report it, never a traceback
         raise UnknownImplementation(
-            f"{spec}: calling the factory raised {type(exc).__name__}: {exc} "
-            "(it must take no arguments and return a kconform Adapter)"
+            f"{spec}: calling the factory raised {type(exc).__name__}: {exc}{_origin(exc)}"
         ) from None
     if not isinstance(adapter, Adapter):
         raise UnknownImplementation(f"{spec}: the factory returned {type(adapter).__name__}, not a kconform Adapter")
