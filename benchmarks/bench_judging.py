@@ -13,6 +13,9 @@ Figures:
 - ``run``: a long mixed fixture through the fixture runner (``runner.run_fixture`` on the
   in-process reference adapter, as ``kconform run`` does) per step, against pure
   ``apply`` of the same steps; and a 5,000-step fixture against a 500-step one.
+- ``parts``: the ``run`` figure with parts of the judging switched off (the safety
+  monitor, the comparison, both): what each costs, and what a step costs with nothing
+  checked (a diagnostic: a judge with them off is not one kconform ships).
 - ``untrusted``: the same two lengths judged as any user's implementation is (shape checks,
   the reference's coverage), in process and over stdio, CPU of both processes per step.
 - ``checked``: one long mixed trace (``mixed_walk``) applied with ``reference_impl.check``
@@ -235,6 +238,58 @@ def run_cost(short: int, long: int, repeat: int) -> dict[str, float]:
     return out
 
 
+def parts_cost(length: int, repeat: int) -> dict[str, float]:
+    """``run_fixture`` on the in-process reference, per step, with the safety monitor
+    (``Watch.safety`` finding nothing), the comparison (``matches_since`` always true) or
+    both switched off, against pure ``apply``; the variants alternate round by round and
+    each keeps its best, so the differences are what each part costs in this run."""
+    from unittest import mock
+
+    from conformance.adapters.in_process import ReferenceAdapter
+    from conformance.judging import judge as judge_module
+    from conformance.judging.runner import reference_trace, run_fixture
+    from reference_impl import apply
+
+    start, steps = mixed_walk(length, seed=11)
+    fixture = _fixture(start, steps, f"walk-{length}")
+    trace = reference_trace(fixture)
+    adapter = ReferenceAdapter()
+    description = adapter.describe()
+
+    def no_findings(self: Any, do: Any, observation: Any) -> list[Any]:
+        return []
+
+    off: dict[str, list[Any]] = {
+        "nothing off": [],
+        "monitor off": [mock.patch.object(judge_module.Watch, "safety", no_findings)],
+        "comparison off": [mock.patch.object(judge_module, "matches_since", lambda *_: True)],
+    }
+    off["both off"] = off["monitor off"] + off["comparison off"]
+    best = dict.fromkeys(off, float("inf"))
+    pure = float("inf")
+    for _ in range(repeat):
+        for name, patches in off.items():
+            for patch in patches:
+                patch.start()
+            try:
+                t0 = settled_clock()
+                run_fixture(adapter, description, fixture, "reference", trace)
+                best[name] = min(best[name], (CLOCK() - t0) / length)
+            finally:
+                for patch in patches:
+                    patch.stop()
+        t0 = settled_clock()
+        state = start
+        for step in steps:
+            state = apply(state, step)
+        pure = min(pure, (CLOCK() - t0) / length)
+    out = {f"pure {length} us/step": pure * 1e6}
+    for name, value in best.items():
+        out[f"run, {name}, us/step"] = value * 1e6
+        out[f"run, {name}, / pure"] = value / pure
+    return out
+
+
 def untrusted_cost(short: int, long: int, repeat: int) -> dict[str, float]:
     """``run_fixture`` on an implementation judged as any user's (not ``trusted``: every
     observation shape-checked, the reference's coverage computed when a property went
@@ -375,7 +430,7 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks that every figure runs")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--profile", choices=("replay", "run", "checked"))
-    parser.add_argument("--only", nargs="*", default=None, help="replay run untrusted checked biglog logstart")
+    parser.add_argument("--only", nargs="*", default=None, help="replay run parts untrusted checked biglog logstart")
     args = parser.parse_args()
     if "reference_impl" not in sys.modules:  # the checkout on PYTHONPATH (another revision) wins
         sys.path.append(str(Path(__file__).resolve().parent.parent))
@@ -396,6 +451,7 @@ def main() -> None:
     figures: dict[str, Callable[[], dict[str, float]]] = {
         "replay": lambda: replay_rate(sizes["traces"], repeat),
         "run": lambda: run_cost(sizes["short"], sizes["long"], repeat),
+        "parts": lambda: parts_cost(sizes["long"], repeat),
         "untrusted": lambda: untrusted_cost(sizes["short"], sizes["long"], repeat),
         "checked": lambda: checked_flatness(sizes["length"], sizes["window"], repeat),
         "biglog": lambda: big_log(sizes["records"], sizes["steps"], repeat),
