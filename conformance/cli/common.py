@@ -113,7 +113,7 @@ def add_selection(p: argparse.ArgumentParser) -> None:
 def fixture_paths(args: argparse.Namespace) -> list[Path] | None:
     """The fixture files and folders the command line names, with ``--fixtures`` or
     without (None: the bundled fixtures)."""
-    named = [*(args.fixtures or ()), *(getattr(args, "paths", None) or ())]
+    named = [*(args.fixtures or ()), *args.paths]
     return named or None
 
 

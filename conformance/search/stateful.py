@@ -216,8 +216,6 @@ class Judge:
         self.broken: dict[str, int] = {}
         """Invariant -> the number of the step after which the reference first broke it, this run."""
         self.runs = 0
-        self.shrinking = False
-        """``replay`` is judging a run again (to shrink it): its skips are not counted as runs'."""
         self.progress = True
         """End every run with a fair suffix on the implementation's own path and check the
         PROGRESS-* properties (``judge``'s ``progress``)."""
@@ -281,8 +279,10 @@ class Judge:
                 break
         return True
 
-    def finish(self) -> Disagreement | None:
-        """Judge the run drawn since ``start`` (the one engine); its failure, if any."""
+    def finish(self, drawn: bool = True) -> Disagreement | None:
+        """Judge the run since ``start`` (the one engine); its failure, if any. ``drawn``:
+        a run drawn, not one ``replay`` judges again to shrink it, whose skip (even an
+        empty candidate's) is not counted as a run's."""
         config = self.trace.config
         assert config is not None
         steps = list(self.trace.sent)
@@ -320,7 +320,7 @@ class Judge:
                 }
             )
         if result.outcome == "skipped":  # it needs what the implementation declares it lacks (limits)
-            if not self.shrinking:  # a drawn run; a shrink candidate (even an empty one) is not one
+            if drawn:
                 self.stats.skipped[re.sub(r"\d+", "N", result.reason)] += 1
             return None
         relevant = [f for f in result.failures if f["level"] in FAILING_AT[self.level] and "known" not in f]
@@ -390,16 +390,13 @@ class Judge:
         """Judge ``steps`` from a reset to ``initial`` (as drawn: steps the reference refuses
         stay, to be refused); the failure, if any."""
         self.stats.shrink_runs += 1
-        self.shrinking = True
         try:
             self.start(config, initial)
             for step in steps:
                 self.take(step, deliver=False)
-            return self.finish()
+            return self.finish(drawn=False)
         except AdapterError:
             return None
-        finally:
-            self.shrinking = False
 
 
 def own_path_run(
