@@ -60,3 +60,33 @@ def test_a_fixture_run_report_groups_its_failures_too() -> None:
     }
     table = views.signatures(doc)
     assert table.rows == [["i", "2", "tick: replicas.*.hw", "f1, f2"], ["i", "1", "elect: leader", "f3"]]
+
+
+def test_a_run_summary_counts_skips_by_reason_not_by_step_number() -> None:
+    reasons = [
+        "step 3 (fetch_round) uses max_wait_ms, which the implementation does not honour",
+        "step 5 (fetch_round) uses max_wait_ms, which the implementation does not honour",
+        "nothing left to run: step 1 (crash) is not supported and cannot be lowered: the run ends before it",
+        "none of its 4 expectations survive lowering (step 3 (crash) is not supported and cannot be lowered: "
+        "the run ends before it)",
+        "none of its 1 expectation survive lowering (step 2 (elect) is not supported and cannot be lowered: "
+        "the run ends before it)",
+        "starts from a given state (initial:), which the implementation cannot (capability initial_state)",
+    ]
+    doc = {
+        "fixtures": [{"id": f"f{n}", "group": "g"} for n in range(len(reasons))],
+        "implementations": [{"id": "i", "name": "i"}],
+        "results": [
+            {"implementation": "i", "fixture": f"f{n}", "outcome": "skipped", "status": "SKIP", "reason": reason}
+            for n, reason in enumerate(reasons)
+        ],
+        "run": {"duration_s": 0.1},
+    }
+    note = views.summary(doc).note
+    skipped = note.split("; skipped: ")[1]
+    assert skipped.startswith(
+        "2 uses max_wait_ms (in fetch_round), which the implementation does not honour, "
+        "2 ends at a step it does not support (crash) before anything is checked, "
+    ), skipped
+    assert "1 ends at a step it does not support (elect) before anything is checked" in skipped
+    assert "1 starts from a given state (initial:)" in skipped

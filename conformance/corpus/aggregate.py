@@ -26,7 +26,7 @@ import reference_impl
 
 from ..judging.levels import LEVELS
 from ..judging.safety import Coverage, certificate
-from ..judging.signature import blank, failure_signature
+from ..judging.signature import blank, failure_signature, skip_signature
 from ..reports.results import FORMAT_VERSION
 
 FIRST_FAILURES = 100
@@ -92,7 +92,7 @@ class Aggregate:
                 self._cover((impl, pid), [int(c["checked"]), sorted(c["missing"]), bool(c["applicable"]), exercised])
         if outcome == "skipped":
             names = (fixture.get("config") or {}).get("replicas") or ()
-            self.skips[(impl, blank(str(result.get("reason") or "no reason given"), names))] += 1
+            self.skips[(impl, skip_signature(str(result.get("reason") or "no reason given"), names))] += 1
         else:
             diverged = set((result.get("divergence") or {}).get("rules") or ())
             for rule in result.get("rules", ()):

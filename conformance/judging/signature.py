@@ -48,6 +48,30 @@ def blank(text: str, names: Iterable[str] = ()) -> str:
     return out if len(out) <= MAX_TEXT else out[: MAX_TEXT - 1] + "…"
 
 
+def skip_signature(reason: str, names: Iterable[str] = ()) -> str:
+    """A skip reason without its particulars, for counting: a run's summary and a corpus
+    replay's totals both list skips by it. "step 3 (fetch_round) uses max_wait_ms" and
+    "step 5 (...)" are one reason, as are the two ways a run ends at a step the
+    implementation lacks before any check (``runner._nothing_left``); other reasons are
+    ``blank``-ed."""
+    unsupported = _ENDS_AT_UNSUPPORTED.match(reason)
+    if unsupported is not None:
+        return f"ends at a step it does not support ({unsupported['kind']}) before anything is checked"
+    field = _UNHONOURED_FIELD.match(reason)
+    if field is not None:  # ``runner.skip_reason``
+        return f"uses {field['field']} (in {field['kind']}), which the implementation does not honour"
+    return blank(reason, names)
+
+
+_ENDS_AT_UNSUPPORTED = re.compile(
+    r"(?:nothing left to run: |none of its \d+ expectations? survive lowering \()"
+    r"step \d+ \((?P<kind>\w+)\) is not supported and cannot be lowered"
+)
+_UNHONOURED_FIELD = re.compile(
+    r"step \d+ \((?P<kind>\w+)\) uses (?P<field>\w+), which the implementation does not honour$"
+)
+
+
 def failure_signature(result: Mapping[str, Any], replicas: Iterable[str] = ()) -> str:
     """The signature of a failed or errored run's result record (``runner`` shape): its
     first difference as ``<step kind>: <field kind>`` (a refused or refusing step:

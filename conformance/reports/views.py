@@ -21,7 +21,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from ..judging.levels import level_met
-from ..judging.signature import failure_signature
+from ..judging.signature import failure_signature, skip_signature
 from .cells import Table, counts_cell, impl_label, plural, rule_key, short_level
 
 STATUS_MARK = {"PASS": "pass", "FAIL": "FAIL", "ERROR": "ERROR", "SKIP": "skip", "XFAIL": "xfail", "XPASS": "XPASS"}
@@ -61,7 +61,7 @@ def summary(doc: dict[str, Any]) -> Table:
         f"{plural(n_fix, 'fixture')} x {plural(len(doc['implementations']), 'implementation')} "
         f"in {doc['run']['duration_s']} s"
     )
-    skips = Counter(_skip_kind(r["reason"]) for r in doc["results"] if r["outcome"] == "skipped")
+    skips = Counter(skip_signature(r["reason"]) for r in doc["results"] if r["outcome"] == "skipped")
     if skips:
         note += "; skipped: " + ", ".join(f"{n} {kind}" for kind, n in skips.most_common())
     level = (doc["run"].get("selection") or {}).get("level")
@@ -120,15 +120,6 @@ def _checked_cell(results: list[dict[str, Any]]) -> str:
     checked = sum(r.get("checked", 0) for r in results if r["outcome"] != "skipped")
     total = sum(r.get("expectations", 0) for r in results)
     return f"{checked} of {total}" if total else "-"
-
-
-def _skip_kind(reason: str) -> str:
-    """A skip reason without its specifics, for counting (``generation not supported``)."""
-    if reason.startswith("generation "):
-        return "for a generation the implementation does not implement"
-    if reason.startswith("step kinds"):
-        return "for step kinds it does not support"
-    return reason
 
 
 def matrix(doc: dict[str, Any]) -> Table:
