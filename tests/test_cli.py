@@ -364,6 +364,16 @@ def test_fixture_files_named_without_the_option_are_run_and_listed(
     assert code == 2 and "nope.yaml: (file): no such file or folder" in err, err
 
 
+def test_a_second_implementation_after_one_impl_option_says_to_repeat_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """``run --impl A B`` reads B as a fixture path (the option takes one value and
+    repeats): the error says so, not only that there is no file B."""
+    for second in ("reference-hw-truncation", "exec:./my-adapter", "zoo:no-such-member"):
+        code, _, err = run(capsys, "run", "--impl", "reference", second, "--no-progress")
+        assert code == 2, err
+        assert f"{second}: no such fixture file or folder, but it names an implementation" in err, err
+        assert f"--impl A --impl {second}" in err, err
+
+
 def test_a_missing_path_is_named_without_a_made_up_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     missing = tmp_path / "nope.yaml"
     code, _, err = run(capsys, "validate", str(missing))

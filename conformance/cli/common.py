@@ -113,8 +113,27 @@ def add_selection(p: argparse.ArgumentParser) -> None:
 def fixture_paths(args: argparse.Namespace) -> list[Path] | None:
     """The fixture files and folders the command line names, with ``--fixtures`` or
     without (None: the bundled fixtures)."""
+    for path in args.paths:
+        if not path.exists() and _names_an_implementation(str(path)):
+            fail(
+                f"{path}: no such fixture file or folder, but it names an implementation: "
+                f"repeat --impl for each one (--impl A --impl {path})"
+            )
     named = [*(args.fixtures or ()), *args.paths]
     return named or None
+
+
+def _names_an_implementation(text: str) -> bool:
+    """Whether a command-line word that is not a file reads as ``--impl``'s value (a
+    bundled or registered name, ``exec:``, ``zoo:``): ``run --impl A B`` takes B for a
+    fixture path, and "no such file" alone does not say why."""
+    if text.startswith(("exec:", "zoo:")):
+        return True
+    from importlib.metadata import entry_points
+
+    from ..implementations.bundled import BUNDLED
+
+    return text in BUNDLED or any(ep.name == text for ep in entry_points(group="kconform.implementations"))
 
 
 def load_fixtures_under(paths: list[Path] | None) -> list[Fixture]:
