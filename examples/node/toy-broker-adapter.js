@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // A kconform stdio adapter in JavaScript (Node.js, no packages): a tiny replicated log with
 // whole fetch rounds, answered at once when there is something to read and otherwise held
-// by the leader until an append or replica.fetch.wait.max.ms. It reports each replica's log
-// and LEO (spec/adapter-protocol.md; run it with
+// by the leader until an append or replica.fetch.wait.max.ms, and an ISR the leader shrinks
+// on its lag check and grows on fetches, which acks=all needs at min.insync.replicas. It
+// reports each replica's log and LEO (spec/adapter-protocol.md; run it with
 //   kconform run --impl 'exec:node examples/node/toy-broker-adapter.js').
 "use strict";
 const readline = require("readline");
@@ -13,7 +14,32 @@ function reset(config) {
   const names = config.replicas;
   const leader = config.initial_leader || names[0];
   const logs = Object.fromEntries(names.map((n) => [n, []]));
-  broker = { names, leader, logs, now: 0, wait: config.replica_fetch_wait_max_ms, waiting: {} };
+  // The leader's view of each follower: its last fetch offset (null: never fetched), when it
+  // was last caught up, and the leader's LEO and clock at its previous fetch.
+  const followers = Object.fromEntries(names.filter((n) => n !== leader)
+    .map((n) => [n, { offset: null, caughtUp: 0, lastLeo: 0, lastMs: 0 }]));
+  broker = {
+    names, leader, logs, followers, isr: [...names], hw: 0, now: 0, waiting: {},
+    wait: config.replica_fetch_wait_max_ms, lag: config.replica_lag_time_max_ms,
+    minIsr: config.min_insync_replicas, byLeo: config.generation !== "hw-truncation",
+  };
+}
+
+function leaderLeo() {
+  return broker.logs[broker.leader].length;
+}
+
+function caughtUp(f) {
+  return broker.now - broker.followers[f].caughtUp <= broker.lag;
+}
+
+function advanceHw() {
+  // The HW is the lowest fetch offset of the followers in the ISR or caught up (and the
+  // leader's LEO); it waits while one of them has never fetched.
+  const counted = Object.keys(broker.followers).filter((f) => broker.isr.includes(f) || caughtUp(f));
+  if (counted.some((f) => broker.followers[f].offset === null)) return;
+  const low = Math.min(leaderLeo(), ...counted.map((f) => broker.followers[f].offset));
+  broker.hw = Math.max(broker.hw, low);
 }
 
 function answer(follower, offset, max) {
@@ -23,20 +49,57 @@ function answer(follower, offset, max) {
   delete broker.waiting[follower];
 }
 
+function fetchRound(s) {
+  if (s.replica === broker.leader) return { reason: `${s.replica} leads: only a follower fetches` };
+  if (broker.waiting[s.replica]) return { reason: `${s.replica} already has a fetch outstanding` };
+  const offset = broker.logs[s.replica].length;
+  const leo = leaderLeo();
+  const f = broker.followers[s.replica];
+  if (offset >= leo) f.caughtUp = broker.now;
+  else if (f.offset !== null && offset >= f.lastLeo) f.caughtUp = f.lastMs;
+  Object.assign(f, { offset, lastLeo: leo, lastMs: broker.now });
+  if (!broker.isr.includes(s.replica) && offset >= broker.hw) {
+    broker.isr = broker.names.filter((n) => broker.isr.includes(n) || n === s.replica);
+  }
+  advanceHw();
+  if (offset < leo) answer(s.replica, offset, s.max_records);
+  else broker.waiting[s.replica] = { offset, max: s.max_records, deadline: broker.now + broker.wait };
+  return null;
+}
+
+function shrinkIsr() {
+  // The leader's isr-expiration task: a follower not caught up for more than the lag bound
+  // leaves (from Kafka 0.11 only if its LEO differs from the leader's).
+  const late = broker.isr.filter((f) => f !== broker.leader && !caughtUp(f)
+    && !(broker.byLeo && broker.followers[f].offset === leaderLeo()));
+  if (late.length) {
+    broker.isr = broker.isr.filter((n) => !late.includes(n));
+    advanceHw();
+  }
+}
+
 function step(s) {
   if (s.kind === "produce") {
+    // acks=all is refused (NOT_ENOUGH_REPLICAS) before anything is appended while the ISR
+    // is below min.insync.replicas; this adapter reports no produce outcomes, only logs.
+    if (s.acks === "all" && broker.isr.length < broker.minIsr) return null;
     broker.logs[broker.leader].push(...s.values.map((v) => `${v}@0`));
+    advanceHw();
     for (const [f, w] of Object.entries(broker.waiting)) {
-      if (w.offset < broker.logs[broker.leader].length) answer(f, w.offset, w.max);
+      if (w.offset < leaderLeo()) answer(f, w.offset, w.max);
     }
   } else if (s.kind === "fetch_round") {
-    if (s.replica === broker.leader) return { reason: `${s.replica} leads: only a follower fetches` };
-    if (broker.waiting[s.replica]) return { reason: `${s.replica} already has a fetch outstanding` };
-    const offset = broker.logs[s.replica].length;
-    if (offset < broker.logs[broker.leader].length) answer(s.replica, offset, s.max_records);
-    else broker.waiting[s.replica] = { offset, max: s.max_records, deadline: broker.now + broker.wait };
+    return fetchRound(s);
   } else if (s.kind === "tick") {
-    broker.now += s.ms;
+    // isr-expiration runs every lag / 2 ms from the start; a parked fetch is answered at
+    // its deadline (neither changes what the other reads here).
+    const end = broker.now + s.ms;
+    const period = Math.floor(broker.lag / 2);
+    for (let t = (Math.floor(broker.now / period) + 1) * period; t <= end; t += period) {
+      broker.now = t;
+      shrinkIsr();
+    }
+    broker.now = end;
     for (const [f, w] of Object.entries(broker.waiting)) if (w.deadline <= broker.now) answer(f, w.offset, w.max);
   } else {
     throw new Error(`unsupported step ${s.kind}`);
