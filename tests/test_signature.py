@@ -90,3 +90,8 @@ def test_a_run_summary_counts_skips_by_reason_not_by_step_number() -> None:
     ), skipped
     assert "1 ends at a step it does not support (elect) before anything is checked" in skipped
     assert "1 starts from a given state (initial:)" in skipped
+    doc["implementations"].append({"id": "j", "name": "j"})
+    doc["results"].append({**doc["results"][0], "implementation": "j"})
+    skipped = views.summary(doc).note.split("; skipped: ")[1]
+    assert skipped.startswith("2 i: uses max_wait_ms (in fetch_round)"), skipped  # several: each says whose
+    assert "1 j: uses max_wait_ms (in fetch_round)" in skipped

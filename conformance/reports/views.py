@@ -61,9 +61,14 @@ def summary(doc: dict[str, Any]) -> Table:
         f"{plural(n_fix, 'fixture')} x {plural(len(doc['implementations']), 'implementation')} "
         f"in {doc['run']['duration_s']} s"
     )
-    skips = Counter(skip_signature(r["reason"]) for r in doc["results"] if r["outcome"] == "skipped")
-    if skips:
-        note += "; skipped: " + ", ".join(f"{n} {kind}" for kind, n in skips.most_common())
+    skips = Counter(
+        (r["implementation"], skip_signature(r["reason"])) for r in doc["results"] if r["outcome"] == "skipped"
+    )
+    if skips:  # by implementation when there are several (as a corpus replay's summary says them)
+        several = len(doc["implementations"]) > 1
+        note += "; skipped: " + ", ".join(
+            f"{n} {impl}: {kind}" if several else f"{n} {kind}" for (impl, kind), n in skips.most_common()
+        )
     level = (doc["run"].get("selection") or {}).get("level")
     if level:
         note += f"; outcomes judged at level {level}"
