@@ -36,6 +36,13 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--list", action="store_true", help="list the zoo members and exit")
     p.add_argument(
+        "--like",
+        metavar="SPEC",
+        help="judge every member with this implementation's shape (as for run --impl): its step kinds, step "
+        "fields, reported fields and capabilities, rounds delivered by themselves; which bugs the suite still "
+        "catches in an implementation shaped like yours (docs/suite-strength.md)",
+    )
+    p.add_argument(
         "--level",
         choices=["exact", "settled", "safety"],
         default="exact",
@@ -100,6 +107,11 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
         members = [get(name) for name in args.zoo] if args.zoo else list(MEMBERS)
     except UnknownMember as exc:
         fail(str(exc))
+    like = _description_of(args.like) if args.like else None
+    if like is not None:
+        from ..zoo.shaped import shaped
+
+        members = [shaped(m, like) for m in members]
     from reference_impl import Generation
 
     from ..fixtures.loading import fixture_files
@@ -119,6 +131,9 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
         meter.what = f"members, last {verdict.member.name}"
         meter.update(done[0])
 
+    if like is not None:  # the reference with the same shape first: what it fails is the shape's, not a bug's
+        _control(args, like, fixtures, generations)
+        emit(_shape_line(args.like, like))
     result = sensitivity(
         members, fixtures, progress, args.level, args.fuzz_budget, args.explore_depth, generations=generations
     )
@@ -177,6 +192,51 @@ def cmd_knockout(args: argparse.Namespace) -> int:
         if args.html:
             emit(f"matrix: {args.html}\n")
     return 0 if result.ok else 1
+
+
+def _description_of(spec: str) -> Any:
+    """The description ``spec``'s implementation gives (started for that, then closed)."""
+    from ..adapters.base import AdapterError
+    from ..implementations.registry import ImplementationUnavailable, UnknownImplementation, resolve
+
+    try:
+        adapter = resolve(spec)
+    except (UnknownImplementation, ImplementationUnavailable, AdapterError) as exc:
+        fail(f"--like {spec}: {exc}")
+    try:
+        return adapter.describe()
+    except AdapterError as exc:
+        fail(f"--like {spec}: describe: {exc.message}")
+    finally:
+        adapter.close()
+
+
+def _control(args: argparse.Namespace, like: Any, fixtures: list[Any], generations: list[Any]) -> None:
+    """Exit 2 if the reference, shaped like ``--like``, fails anything the members are
+    judged by: every member would fail it too, for the shape and not for its bug."""
+    from ..search.sensitivity import sensitivity
+    from ..zoo.shaped import CONTROL, shaped
+
+    control = sensitivity(
+        [shaped(CONTROL, like)], fixtures, None, args.level, args.fuzz_budget, args.explore_depth, generations
+    ).verdicts[0]
+    if control.killed:
+        first = control.shortest
+        assert first is not None
+        fail(
+            f"--like {args.like}: the reference itself, with that shape, fails at level {args.level} "
+            f"({len(control.kills)} kill(s), e.g. {first.fixture} at step {first.step}: {first.reason.strip()[:200]}), "
+            "so every member would fail there whatever its bug; judge at the level such an implementation "
+            "meets (--level settled for one that receives answers by itself)"
+        )
+
+
+def _shape_line(spec: str, like: Any) -> str:
+    initial = "" if like.initial_state else "; no initial: starts"
+    return (
+        f"every member judged with the shape of {spec}: steps {', '.join(like.steps)}; fields "
+        f"{', '.join(like.fields)}; replica fields {', '.join(like.replica_fields)}{initial}\n\n"
+    )
 
 
 def _generations(generations: tuple[str, ...]) -> str:
