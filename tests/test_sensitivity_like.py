@@ -9,6 +9,8 @@ the control: where it fails, every member would, so the command refuses that lev
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from helpers import bundled_fixtures
 
@@ -89,3 +91,7 @@ def test_the_command_refuses_a_level_the_shape_itself_fails(capsys: pytest.Captu
     assert code == 0, out
     assert "every member judged with the shape of shape-round-only" in out
     assert "kill rate: 1/1 members" in out
+    main(["sensitivity", "--like", "shape-round-only", "--zoo", "acks-all-ignores-min-insync", "--level", "settled",
+          "--format", "json"])  # fmt: skip
+    doc = json.loads(capsys.readouterr().out)  # the shape is in the document, not printed before it
+    assert doc["like"]["implementation"] == "shape-round-only" and "deliver_fetch" not in doc["like"]["steps"]

@@ -10,10 +10,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .common import add_selection, command_parser, emit, fail, fixture_paths, select, table
+
+if TYPE_CHECKING:
+    from reference_impl import Generation
+
+    from ..adapters.base import Description
+    from ..fixtures.loading import Fixture
 
 
 def register(sub: Any) -> None:
@@ -133,14 +140,18 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
 
     if like is not None:  # the reference with the same shape first: what it fails is the shape's, not a bug's
         _control(args, like, fixtures, generations)
-        emit(_shape_line(args.like, like))
     result = sensitivity(
         members, fixtures, progress, args.level, args.fuzz_budget, args.explore_depth, generations=generations
     )
     meter.close()
     if args.format == "json":
-        emit(json.dumps(result.to_dict(), indent=1) + "\n")
+        doc = result.to_dict()
+        if like is not None:
+            doc["like"] = {"implementation": args.like, **_shape(like)}
+        emit(json.dumps(doc, indent=1) + "\n")
     else:
+        if like is not None:
+            emit(_shape_line(args.like, like))
         emit(render(result, lambda rows, headers: table(rows, headers, maxcolwidths=_widths(headers))))
     return 0 if result.ok else 1
 
@@ -154,8 +165,8 @@ def cmd_knockout(args: argparse.Namespace) -> int:
     from ..search.knockout import spec_rules
     from ..search.knockout_sweep import sweep
 
-    if args.zoo or args.list:
-        fail("--knockout runs the rules' knockouts, not the zoo: leave out --zoo and --list")
+    if args.zoo or args.list or args.like:
+        fail("--knockout runs the rules' knockouts, not the zoo: leave out --zoo, --list and --like")
     known = spec_rules()
     unknown = [r for r in args.rule if r not in known]
     if unknown:
@@ -194,7 +205,7 @@ def cmd_knockout(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
-def _description_of(spec: str) -> Any:
+def _description_of(spec: str) -> Description:
     """The description ``spec``'s implementation gives (started for that, then closed)."""
     from ..adapters.base import AdapterError
     from ..implementations.registry import ImplementationUnavailable, UnknownImplementation, resolve
@@ -211,7 +222,9 @@ def _description_of(spec: str) -> Any:
         adapter.close()
 
 
-def _control(args: argparse.Namespace, like: Any, fixtures: list[Any], generations: list[Any]) -> None:
+def _control(
+    args: argparse.Namespace, like: Description, fixtures: Sequence[Fixture], generations: Sequence[Generation]
+) -> None:
     """Exit 2 if the reference, shaped like ``--like``, fails anything the members are
     judged by: every member would fail it too, for the shape and not for its bug."""
     from ..search.sensitivity import sensitivity
@@ -220,9 +233,8 @@ def _control(args: argparse.Namespace, like: Any, fixtures: list[Any], generatio
     control = sensitivity(
         [shaped(CONTROL, like)], fixtures, None, args.level, args.fuzz_budget, args.explore_depth, generations
     ).verdicts[0]
-    if control.killed:
-        first = control.shortest
-        assert first is not None
+    first = control.shortest
+    if first is not None:
         fail(
             f"--like {args.like}: the reference itself, with that shape, fails at level {args.level} "
             f"({len(control.kills)} kill(s), e.g. {first.fixture} at step {first.step}: {first.reason.strip()[:200]}), "
@@ -231,7 +243,17 @@ def _control(args: argparse.Namespace, like: Any, fixtures: list[Any], generatio
         )
 
 
-def _shape_line(spec: str, like: Any) -> str:
+def _shape(like: Description) -> dict[str, Any]:
+    """What ``--like`` takes from the description (``zoo/shaped.py``)."""
+    return {
+        "steps": list(like.steps),
+        "fields": list(like.fields),
+        "replica_fields": list(like.replica_fields),
+        "initial_state": like.initial_state,
+    }
+
+
+def _shape_line(spec: str, like: Description) -> str:
     initial = "" if like.initial_state else "; no initial: starts"
     return (
         f"every member judged with the shape of {spec}: steps {', '.join(like.steps)}; fields "
