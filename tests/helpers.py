@@ -4,9 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.adapters.base import Description
 from conformance.fixtures.loading import Fixture, Problem, load_fixtures
 from conformance.fixtures.paths import FIXTURES_DIR
 from reference_impl import Config, State, apply, initial_state, step_from_dict
+
+LOGS_ONLY = Description(
+    name="logs-only",
+    version="1",
+    generations=("hw-truncation", "leader-epoch", "diverging-epoch"),
+    steps=("produce", "fetch_round", "tick"),
+    fields=("clock_ms", "replicas"),
+    replica_fields=("leo", "log"),
+    step_fields={"produce": ("values", "acks", "id"), "fetch_round": ("replica", "max_records")},
+)
+"""The shape of examples/node/toy-broker-adapter.js: whole fetch rounds, logs and LEOs only
+(``kconform sensitivity --like``, ``zoo/shaped.py``)."""
 
 TINY_FIXTURE = """\
 id: tiny

@@ -12,24 +12,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import bundled_fixtures
+from helpers import LOGS_ONLY, bundled_fixtures
 
-from conformance.adapters.base import Description
 from conformance.cli.main import main
 from conformance.search.sensitivity import sensitivity
 from conformance.zoo import get
 from conformance.zoo.shaped import CONTROL, Shaped, shaped
-
-LOGS_ONLY = Description(
-    name="logs-only",
-    version="1",
-    generations=("hw-truncation", "leader-epoch", "diverging-epoch"),
-    steps=("produce", "fetch_round", "tick"),
-    fields=("clock_ms", "replicas"),
-    replica_fields=("leo", "log"),
-    step_fields={"produce": ("values", "acks", "id"), "fetch_round": ("replica", "max_records")},
-)
-"""The shape of examples/node/toy-broker-adapter.js."""
 
 SHOWN_THROUGH_APPENDS = (
     "hw-without-max",

@@ -102,26 +102,16 @@ def test_the_runners_own_skip_reasons_are_grouped() -> None:
     """The reasons the runner writes (not copies of them) lose their step numbers: a
     change to their wording that the patterns miss shows here as a reason still naming
     its step."""
-    from helpers import bundled_fixtures
+    from helpers import LOGS_ONLY, bundled_fixtures
 
-    from conformance.adapters.base import Description
     from conformance.judging.runner import run_fixtures
     from conformance.judging.signature import skip_signature
     from conformance.zoo.shaped import CONTROL, Shaped
 
-    logs_only = Description(
-        name="logs-only",
-        version="1",
-        generations=("hw-truncation", "leader-epoch", "diverging-epoch"),
-        steps=("produce", "fetch_round", "tick"),
-        fields=("clock_ms", "replicas"),
-        replica_fields=("leo", "log"),
-        step_fields={"produce": ("values", "acks", "id"), "fetch_round": ("replica",)},
-    )
-    _, results = run_fixtures(Shaped(CONTROL.build(), logs_only), "logs-only", bundled_fixtures())
+    _, results = run_fixtures(Shaped(CONTROL.build(), LOGS_ONLY), "logs-only", bundled_fixtures())
     reasons = {r.reason for r in results if r.outcome == "skipped"}
     kinds = {skip_signature(reason) for reason in reasons}
     assert len(reasons) > 20 and len(kinds) < len(reasons) / 2, kinds
     assert not [k for k in kinds if re.search(r"\bstep N \(", k)], kinds
-    assert "uses max_records (in fetch_round), which the implementation does not honour" in kinds
+    assert "uses max_wait_ms (in fetch_round), which the implementation does not honour" in kinds
     assert "ends at a step it does not support (crash) before anything is checked" in kinds
